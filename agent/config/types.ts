@@ -1,0 +1,48 @@
+// The resolved settings (contract.md, "Settings") and firmware profiles.
+// Every value remembers where it came from so errors can name the source.
+
+export type SettingSource = 'option' | 'environment' | 'config' | 'default' | 'file';
+
+export interface Settings {
+  configFile: string;
+  apiUrl: string;
+  tokenFile: string;
+  /** From C2C_TOKEN: an access token given directly, no refresh possible. */
+  token?: string;
+  firmwareVersion: string;
+  clientId?: string;
+  clientSecretFile?: string;
+  stateDir: string;
+  runtimeDir: string;
+  profilesDir: string;
+  hostRoot: string;
+  timeScale: number;
+  logLevel: string;
+  /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
+  sources: Record<string, string>;
+}
+
+export type AssetType = 'video' | 'audio' | 'data';
+
+export interface ChannelSpec {
+  key: string;
+  name: string;
+  assetType: AssetType;
+  deviceModelId: string;
+  /** Detection rule: the channel is present when any of these paths exists under the host root. */
+  detect: { anyPath: string[] };
+}
+
+export interface FirmwareProfile {
+  id: string;
+  name: string;
+  minFirmware: string;
+  /** Exclusive upper bound, optional. */
+  maxFirmware?: string;
+  assetType: AssetType;
+  heartbeat: { minSeconds: number; maxSeconds: number };
+  channels: ChannelSpec[];
+  requiredMetadata: string[];
+  /** The file it was loaded from (not part of the JSON). */
+  file: string;
+}

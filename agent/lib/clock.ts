@@ -1,0 +1,53 @@
+// All agent scheduling goes through a Clock so that tests can play hours in
+// milliseconds and the simulator can run at --time-scale N. Times are in
+// *agent* milliseconds; `scale` converts them to real time where a real
+// timer or socket timeout must be armed.
+
+export interface Timer {
+  cancel(): void;
+}
+
+export interface Clock {
+  /** Monotonic agent time in ms (arbitrary origin). Never jumps with NTP. */
+  now(): number;
+  /** Wall-clock epoch ms: for reports only, never for scheduling. */
+  wallNow(): number;
+  /** Run fn after `ms` agent milliseconds. */
+  setTimer(fn: () => void, ms: number): Timer;
+  /** Agent ms per real ms (1 in production). */
+  readonly scale: number;
+}
+
+/** Production clock: performance.now() scaled by `scale` (--time-scale). */
+export class SystemClock implements Clock {
+  constructor(readonly scale = 1) {}
+
+  now(): number {
+    return performance.now() * this.scale;
+  }
+
+  wallNow(): number {
+    return Date.now();
+  }
+
+  setTimer(fn: () => void, ms: number): Timer {
+    const handle = setTimeout(fn, Math.max(0, ms / this.scale));
+    return { cancel: () => clearTimeout(handle) };
+  }
+}
+
+/** Resolves after `ms` agent ms, or rejects with the signal's reason when aborted. */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      timer.cancel();
+      reject(signal?.reason);
+    };
+    const timer = clock.setTimer(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

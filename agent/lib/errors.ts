@@ -1,0 +1,95 @@
+// Typed errors: every failure the agent can meet is one of these kinds, and
+// the CLI maps the kind to a sysexits code (contract.md, "Exit codes").
+// Messages are one line, name the bad value and its source, and never carry
+// a secret (they pass through scrub() on the way out anyway).
+
+export type ErrorKind =
+  | 'usage'
+  | 'config'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'rate-limited'
+  | 'paused'
+  | 'conflict'
+  | 'not-found'
+  | 'server'
+  | 'network'
+  | 'protocol'
+  | 'unavailable'
+  | 'internal';
+
+export const EXIT = {
+  ok: 0,
+  internal: 1,
+  usage: 64,
+  unavailable: 69,
+  tempfail: 75,
+  protocol: 76,
+  noperm: 77,
+  config: 78,
+} as const;
+
+const exitByKind: Record<ErrorKind, number> = {
+  usage: EXIT.usage,
+  config: EXIT.config,
+  unauthorized: EXIT.noperm,
+  forbidden: EXIT.noperm,
+  'rate-limited': EXIT.tempfail,
+  paused: EXIT.tempfail,
+  conflict: EXIT.tempfail,
+  'not-found': EXIT.protocol,
+  server: EXIT.tempfail,
+  network: EXIT.unavailable,
+  protocol: EXIT.protocol,
+  unavailable: EXIT.unavailable,
+  internal: EXIT.internal,
+};
+
+export interface RateLimitInfo {
+  limit?: number;
+  remaining?: number;
+  windowMs?: number;
+}
+
+export class AgentError extends Error {
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    readonly details: {
+      status?: number;
+      code?: string;
+      retryAfterMs?: number;
+      rateLimit?: RateLimitInfo;
+      source?: string;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message);
+    this.name = 'AgentError';
+  }
+
+  get exitCode(): number {
+    return exitByKind[this.kind];
+  }
+
+  get status(): number | undefined {
+    return this.details.status;
+  }
+
+  /** The shape used in --json output and logs. */
+  toJSON(): { kind: ErrorKind; message: string; status?: number; code?: string } {
+    const out: { kind: ErrorKind; message: string; status?: number; code?: string } = { kind: this.kind, message: this.message };
+    if (this.details.status !== undefined) out.status = this.details.status;
+    if (this.details.code !== undefined) out.code = this.details.code;
+    return out;
+  }
+}
+
+export const configError = (message: string, source?: string): AgentError =>
+  new AgentError('config', message, source === undefined ? {} : { source });
+
+export const usageError = (message: string): AgentError => new AgentError('usage', message);
+
+export function exitCodeOf(err: unknown): number {
+  return err instanceof AgentError ? err.exitCode : EXIT.internal;
+}
