@@ -18,12 +18,17 @@ export interface Clock {
   readonly scale: number;
 }
 
-/** Production clock: performance.now() scaled by `scale` (--time-scale). */
+/**
+ * Production clock: CLOCK_MONOTONIC scaled by `scale` (--time-scale).
+ * process.hrtime is the same monotonic clock as performance.now() but with a
+ * system-wide origin (boot), so a time written to the runtime dir by one
+ * process still means something to the process systemd restarts after it.
+ */
 export class SystemClock implements Clock {
   constructor(readonly scale = 1) {}
 
   now(): number {
-    return performance.now() * this.scale;
+    return (Number(process.hrtime.bigint()) / 1e6) * this.scale;
   }
 
   wallNow(): number {
