@@ -1,0 +1,60 @@
+// The firmware version the agent presents (x-client-version). The service
+// picks the device-model configuration from it, so a silently coerced value
+// ("v1.2" read as 1.2.0) would select the wrong model: we accept strict
+// semver only and name the source of anything else.
+import { readFileSync } from 'node:fs';
+import { valid } from 'semver';
+import { configError } from '../lib/errors.js';
+import { quote } from './quote.js';
+
+// The official semver.org grammar. semver.valid() alone is not enough: it
+// accepts a leading 'v' or '=' and surrounding whitespace.
+const STRICT_SEMVER =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+
+export const DEFAULT_FIRMWARE_VERSION = '0.0.0';
+
+export function isStrictSemver(value: string): boolean {
+  return value.length <= 256 && STRICT_SEMVER.test(value) && valid(value) !== null;
+}
+
+/** Throws a config error naming `source` unless `value` is strict semver. */
+export function assertStrictSemver(value: string, source: string, what = 'firmware version'): string {
+  if (!isStrictSemver(value)) {
+    throw configError(
+      `${what} ${quote(value)} from ${source} is not strict semver (expected MAJOR.MINOR.PATCH, e.g. 1.4.2)`,
+      source,
+    );
+  }
+  return value;
+}
+
+/** Reads the first line of a firmware version file (CR/LF stripped, nothing else). */
+export function readFirmwareVersionFile(file: string): string {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw configError(`cannot read firmwareVersionFile ${file} (${code}): fix the path in the config file or remove the key`, file);
+  }
+  const first = text.split(/\r?\n/, 1)[0] ?? '';
+  return assertStrictSemver(first, `${file} (firmwareVersionFile)`);
+}
+
+export interface FirmwareSources {
+  option?: { value: string; label: string };
+  env?: { value: string; label: string };
+  config?: { value: string; label: string };
+  /** Absolute path from the config key firmwareVersionFile. */
+  file?: { path: string; label: string };
+}
+
+/** First match wins: option, environment, config firmwareVersion, firmwareVersionFile, default. */
+export function resolveFirmwareVersion(src: FirmwareSources): { value: string; source: string } {
+  for (const s of [src.option, src.env, src.config]) {
+    if (s !== undefined) return { value: assertStrictSemver(s.value, s.label), source: s.label };
+  }
+  if (src.file !== undefined) return { value: readFirmwareVersionFile(src.file.path), source: `${src.file.path} (${src.file.label})` };
+  return { value: DEFAULT_FIRMWARE_VERSION, source: 'default' };
+}

@@ -1,0 +1,178 @@
+// Firmware profiles: one device-model configuration per firmware range
+// (lifecycle spec §5). Loaded from a directory or from the set shipped with
+// the agent (embedded in the bundle at build time), validated against
+// firmware-profiles/schema.json with ajv, then checked for what a schema
+// cannot say. Selection: among profiles whose range holds the firmware
+// (minFirmware <= fw < maxFirmware), the highest minFirmware wins. Two
+// profiles with the same minFirmware are refused at load time, so the
+// winner is always unique and never depends on file order.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { compare, gte, lt } from 'semver';
+import { configError } from '../lib/errors.js';
+import { isStrictSemver } from './firmware.js';
+import { quote } from './quote.js';
+import type { ChannelSpec, FirmwareProfile } from './types.js';
+
+// Set by scripts/build.mjs: file name -> JSON text of firmware-profiles/*.json (schema.json included).
+declare const __C2C_BUILTIN_PROFILES__: Record<string, string> | undefined;
+
+export const SCHEMA_FILE = 'schema.json';
+const BUILTIN_LABEL = 'firmware-profiles';
+
+/** The shipped profile files, from the bundle or, in source/jest runs, from the repo. */
+export function builtinProfileFiles(): Record<string, string> {
+  if (typeof __C2C_BUILTIN_PROFILES__ !== 'undefined' && __C2C_BUILTIN_PROFILES__ !== undefined) return __C2C_BUILTIN_PROFILES__;
+  const dir = fileURLToPath(new URL('../../firmware-profiles/', import.meta.url));
+  return Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]));
+}
+
+let validator: ValidateFunction | undefined;
+function validate(): ValidateFunction {
+  if (validator === undefined) {
+    const schemaText = builtinProfileFiles()[SCHEMA_FILE];
+    if (schemaText === undefined) throw new Error('firmware profile schema missing from the build');
+    validator = new Ajv({ allErrors: false, strict: true }).compile(JSON.parse(schemaText) as object);
+  }
+  return validator;
+}
+
+function describeAjvError(e: ErrorObject, data: unknown): string {
+  const where = e.instancePath === '' ? '/' : e.instancePath;
+  const p = e.params as Record<string, unknown>;
+  if (e.keyword === 'additionalProperties') return `${where} has unknown field ${quote(String(p.additionalProperty))}`;
+  if (e.keyword === 'required') return `${e.instancePath}/${String(p.missingProperty)} is required`;
+  let text = `${where} ${e.message ?? 'is invalid'}`;
+  if (e.keyword === 'enum') text += ` (${(p.allowedValues as unknown[]).join(', ')})`;
+  const value = e.instancePath.split('/').slice(1).reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], data);
+  if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) text += `, got ${JSON.stringify(value)}`;
+  else if (e.keyword === 'type') text += `, got ${Array.isArray(value) ? 'array' : typeof value}`;
+  return text;
+}
+
+interface RawProfile {
+  id: string;
+  name: string;
+  minFirmware: string;
+  maxFirmware?: string;
+  assetType: FirmwareProfile['assetType'];
+  heartbeat: { minSeconds: number; maxSeconds: number };
+  channels: ChannelSpec[];
+  requiredMetadata: string[];
+}
+
+/** Parses and checks one profile file; `file` is the name used in messages. */
+export function parseProfile(text: string, file: string): FirmwareProfile {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw configError(`${file}: invalid JSON: ${(err as Error).message.replace(/\s+/g, ' ')}`, file);
+  }
+  const check = validate();
+  if (!check(data)) {
+    const first = check.errors?.[0];
+    throw configError(`${file}: ${first ? describeAjvError(first, data) : 'does not match the profile schema'}`, file);
+  }
+  const raw = data as RawProfile;
+  const fail = (msg: string): never => {
+    throw configError(`${file}: ${msg}`, file);
+  };
+  for (const k of ['minFirmware', 'maxFirmware'] as const) {
+    const v = raw[k];
+    if (v !== undefined && !isStrictSemver(v)) fail(`/${k} ${quote(v)} is not strict semver (expected MAJOR.MINOR.PATCH, e.g. 1.4.2)`);
+  }
+  if (raw.maxFirmware !== undefined && compare(raw.maxFirmware, raw.minFirmware) <= 0) {
+    fail(`/maxFirmware ${quote(raw.maxFirmware)} must be greater than /minFirmware ${quote(raw.minFirmware)} (the maximum is exclusive)`);
+  }
+  if (raw.heartbeat.minSeconds > raw.heartbeat.maxSeconds) {
+    fail(`/heartbeat/minSeconds ${raw.heartbeat.minSeconds} must be <= /heartbeat/maxSeconds ${raw.heartbeat.maxSeconds}`);
+  }
+  const keys = new Map<string, number>();
+  raw.channels.forEach((c, i) => {
+    const before = keys.get(c.key);
+    if (before !== undefined) fail(`/channels/${i}/key ${quote(c.key)} duplicates /channels/${before}/key`);
+    keys.set(c.key, i);
+  });
+  const profile: FirmwareProfile = {
+    id: raw.id,
+    name: raw.name,
+    minFirmware: raw.minFirmware,
+    assetType: raw.assetType,
+    heartbeat: { minSeconds: raw.heartbeat.minSeconds, maxSeconds: raw.heartbeat.maxSeconds },
+    channels: raw.channels.map((c) => ({ key: c.key, name: c.name, assetType: c.assetType, deviceModelId: c.deviceModelId, detect: { anyPath: [...c.detect.anyPath] } })),
+    requiredMetadata: [...raw.requiredMetadata],
+    file,
+  };
+  if (raw.maxFirmware !== undefined) profile.maxFirmware = raw.maxFirmware;
+  return profile;
+}
+
+/** Checks that hold across files: unique ids, and no two profiles sharing a minFirmware. */
+function checkSet(profiles: FirmwareProfile[]): void {
+  profiles.forEach((p, i) => {
+    for (const other of profiles.slice(0, i)) {
+      if (other.id === p.id) throw configError(`${p.file}: /id ${quote(p.id)} is already used by ${other.file}`, p.file);
+      if (compare(other.minFirmware, p.minFirmware) === 0) {
+        throw configError(
+          `${p.file}: /minFirmware ${quote(p.minFirmware)} equals that of ${other.file} (${other.id}): selection would be ambiguous; give one a higher minimum`,
+          p.file,
+        );
+      }
+    }
+  });
+}
+
+/**
+ * Loads every profile of `dir`, or the shipped ones when `dir` is '' or
+ * undefined (Settings.profilesDir's default). A schema.json in a custom
+ * directory is ignored: profiles are always checked against the agent's own.
+ */
+export function loadProfiles(dir?: string): FirmwareProfile[] {
+  let files: [string, string][];
+  if (dir === undefined || dir === '') {
+    files = Object.entries(builtinProfileFiles())
+      .filter(([name]) => name !== SCHEMA_FILE)
+      .map(([name, text]) => [`${BUILTIN_LABEL}/${name}`, text]);
+  } else {
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((f) => f.endsWith('.json') && f !== SCHEMA_FILE).sort();
+    } catch (err) {
+      throw configError(`cannot read profiles directory ${dir} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, dir);
+    }
+    files = names.map((name) => {
+      const file = path.join(dir, name);
+      try {
+        return [file, readFileSync(file, 'utf8')];
+      } catch (err) {
+        throw configError(`cannot read profile ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, file);
+      }
+    });
+  }
+  if (files.length === 0) throw configError(`no firmware profiles (*.json) in ${dir === undefined || dir === '' ? BUILTIN_LABEL : dir}`, dir);
+  const profiles = files.map(([file, text]) => parseProfile(text, file));
+  checkSet(profiles);
+  return profiles;
+}
+
+export function coversFirmware(p: FirmwareProfile, firmware: string): boolean {
+  return gte(firmware, p.minFirmware) && (p.maxFirmware === undefined || lt(firmware, p.maxFirmware));
+}
+
+export function describeRange(p: FirmwareProfile): string {
+  return p.maxFirmware === undefined ? `>=${p.minFirmware}` : `>=${p.minFirmware} <${p.maxFirmware}`;
+}
+
+/** The profile for `firmware`: highest minFirmware among those whose range holds it. */
+export function selectProfile(profiles: FirmwareProfile[], firmware: string, firmwareSource = 'the firmware version'): FirmwareProfile {
+  const candidates = profiles.filter((p) => coversFirmware(p, firmware));
+  const best = candidates.reduce<FirmwareProfile | undefined>((a, p) => (a === undefined || compare(p.minFirmware, a.minFirmware) > 0 ? p : a), undefined);
+  if (best === undefined) {
+    const ranges = profiles.map((p) => `${p.id} ${describeRange(p)}`).join('; ');
+    throw configError(`no firmware profile covers firmware ${quote(firmware)} (from ${firmwareSource}); profiles: ${ranges}`, firmwareSource);
+  }
+  return best;
+}

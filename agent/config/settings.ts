@@ -1,0 +1,256 @@
+// Settings: command-line option > environment > config file > default
+// (contract.md, "Settings"). Everything is validated here, on load, so a bad
+// value stops the agent with exit 78 and one line naming the setting, the
+// value (unless secret) and where it came from.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { configError } from '../lib/errors.js';
+import { registerSecret } from '../lib/secrets.js';
+import { resolveFirmwareVersion, type FirmwareSources } from './firmware.js';
+import { quote } from './quote.js';
+import type { Settings } from './types.js';
+
+/** Values from the command line, already split by the CLI's shared parser. */
+export interface SettingsOptions {
+  config?: string;
+  apiUrl?: string;
+  tokenFile?: string;
+  firmwareVersion?: string;
+  clientId?: string;
+  clientSecretFile?: string;
+  stateDir?: string;
+  runtimeDir?: string;
+  profilesDir?: string;
+  hostRoot?: string;
+  timeScale?: string;
+  logLevel?: string;
+}
+
+export interface LoadSettingsOptions {
+  /** Commands that talk to the service need apiUrl; `profiles` and `status` do not (apiUrl is then ''). */
+  requireApiUrl?: boolean;
+  /** Override how an option is named in messages, e.g. { firmwareVersion: '--firmware' }. */
+  optionLabels?: Partial<Record<keyof SettingsOptions, string>>;
+}
+
+export const DEFAULT_CONFIG_FILE = '/etc/c2c-agent/config.json';
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+
+type Key = Exclude<keyof SettingsOptions, 'config'>;
+
+// option flag, environment variable, config key (undefined: not settable there).
+const TABLE: Record<Key, { flag: string; env: string; configKey?: string; isPath?: boolean }> = {
+  apiUrl: { flag: '--api-url', env: 'C2C_API_URL', configKey: 'apiUrl' },
+  tokenFile: { flag: '--token-file', env: 'C2C_TOKEN_FILE', configKey: 'tokenFile', isPath: true },
+  firmwareVersion: { flag: '--firmware-version', env: 'C2C_FIRMWARE_VERSION', configKey: 'firmwareVersion' },
+  clientId: { flag: '--client-id', env: 'C2C_CLIENT_ID', configKey: 'clientId' },
+  clientSecretFile: { flag: '--client-secret-file', env: 'C2C_CLIENT_SECRET_FILE', configKey: 'clientSecretFile', isPath: true },
+  stateDir: { flag: '--state-dir', env: 'C2C_STATE_DIR', configKey: 'stateDir', isPath: true },
+  runtimeDir: { flag: '--runtime-dir', env: 'C2C_RUNTIME_DIR', configKey: 'runtimeDir', isPath: true },
+  profilesDir: { flag: '--profiles-dir', env: 'C2C_PROFILES_DIR', configKey: 'profilesDir', isPath: true },
+  hostRoot: { flag: '--host-root', env: 'C2C_HOST_ROOT', configKey: 'hostRoot', isPath: true },
+  timeScale: { flag: '--time-scale', env: 'C2C_TIME_SCALE' },
+  logLevel: { flag: '--log-level', env: 'C2C_LOG_LEVEL', configKey: 'logLevel' },
+};
+
+/** Command-line flag for each settings option, for the CLI's shared parser. */
+export const SETTINGS_FLAGS: Record<keyof SettingsOptions, string> = {
+  config: '--config',
+  ...Object.fromEntries(Object.entries(TABLE).map(([k, v]) => [k, v.flag])),
+} as Record<keyof SettingsOptions, string>;
+
+const CONFIG_KEYS = new Set<string>([...Object.values(TABLE).flatMap((t) => (t.configKey ? [t.configKey] : [])), 'firmwareVersionFile']);
+
+/** True for 127.0.0.0/8, ::1 and localhost: the only hosts allowed over http:// and with --time-scale. */
+export function isLoopbackUrl(url: URL): boolean {
+  const host = url.hostname.toLowerCase();
+  if (host === 'localhost' || host === '[::1]') return true;
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  return m !== null && m[1] === '127' && m.slice(2).every((o) => Number(o) <= 255);
+}
+
+interface Found {
+  value: string;
+  source: string;
+  baseDir: string;
+}
+
+function readConfig(file: string, explicit: boolean): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    // The default file is optional: an unconfigured unit runs on env and options.
+    if (!explicit && code === 'ENOENT') return {};
+    throw configError(`cannot read config file ${file} (${code})`, file);
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw configError(`config file ${file} is not valid JSON: ${(err as Error).message.replace(/\s+/g, ' ')}`, file);
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw configError(`config file ${file} must hold a JSON object`, file);
+  }
+  const obj = data as Record<string, unknown>;
+  for (const [key, value] of Object.entries(obj)) {
+    if (!CONFIG_KEYS.has(key)) {
+      throw configError(`config ${file}: unknown key ${quote(key)} (known keys: ${[...CONFIG_KEYS].join(', ')})`, file);
+    }
+    if (typeof value !== 'string') {
+      const got = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
+      throw configError(`config ${file} key ${key} must be a string, got ${got}`, file);
+    }
+  }
+  return obj;
+}
+
+export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = process.env, load: LoadSettingsOptions = {}): Settings {
+  const cwd = process.cwd();
+  const label = (k: keyof SettingsOptions): string => load.optionLabels?.[k] ?? SETTINGS_FLAGS[k];
+  // An empty environment variable counts as unset (systemd `Environment=X=` clears it).
+  const envValue = (name: string): string | undefined => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+
+  const configFromOption = opts.config !== undefined;
+  const configFromEnv = !configFromOption && envValue('C2C_CONFIG') !== undefined;
+  const configFile = path.resolve(cwd, opts.config ?? envValue('C2C_CONFIG') ?? DEFAULT_CONFIG_FILE);
+  const configSource = configFromOption ? label('config') : configFromEnv ? 'environment C2C_CONFIG' : 'default';
+  if (opts.config === '') throw configError(`${label('config')} must not be empty`, label('config'));
+  const config = readConfig(configFile, configFromOption || configFromEnv);
+  const configDir = path.dirname(configFile);
+
+  const find = (k: Key): Found | undefined => {
+    const t = TABLE[k];
+    const fromOption = opts[k];
+    let found: Found | undefined;
+    if (fromOption !== undefined) found = { value: fromOption, source: label(k), baseDir: cwd };
+    else if (envValue(t.env) !== undefined) found = { value: envValue(t.env) as string, source: `environment ${t.env}`, baseDir: cwd };
+    else if (t.configKey !== undefined && config[t.configKey] !== undefined) {
+      // Relative paths in the config file are relative to the file, not to wherever the agent was started.
+      found = { value: config[t.configKey] as string, source: `config ${configFile} key ${t.configKey}`, baseDir: configDir };
+    }
+    if (found !== undefined && found.value === '') throw configError(`${k} from ${found.source} must not be empty`, found.source);
+    return found;
+  };
+
+  const sources: Record<string, string> = { configFile: configSource };
+  const pathSetting = (k: Key, fallback: () => { value: string; source: string }): string => {
+    const f = find(k);
+    if (f === undefined) {
+      const d = fallback();
+      sources[k] = d.source;
+      return d.value;
+    }
+    sources[k] = f.source;
+    return path.resolve(f.baseDir, f.value);
+  };
+
+  const fromSystemd = (name: string, dflt: string) => (): { value: string; source: string } => {
+    // systemd's StateDirectory=/RuntimeDirectory= may list several paths separated by ':'; the first is ours.
+    const v = envValue(name)?.split(':')[0];
+    return v ? { value: path.resolve(cwd, v), source: `environment ${name}` } : { value: dflt, source: 'default' };
+  };
+
+  const stateDir = pathSetting('stateDir', fromSystemd('STATE_DIRECTORY', '/var/lib/c2c-agent'));
+  const runtimeDir = pathSetting('runtimeDir', fromSystemd('RUNTIME_DIRECTORY', '/run/c2c-agent'));
+  const tokenFile = pathSetting('tokenFile', () => ({ value: path.join(stateDir, 'credentials.json'), source: 'default (<state-dir>/credentials.json)' }));
+  // '' means "the profiles shipped with the agent" (see profiles.ts).
+  const profilesDir = pathSetting('profilesDir', () => ({ value: '', source: 'default (shipped profiles)' }));
+  const hostRoot = pathSetting('hostRoot', () => ({ value: '/', source: 'default' }));
+
+  let clientSecretFile: string | undefined;
+  if (find('clientSecretFile') !== undefined) clientSecretFile = pathSetting('clientSecretFile', () => ({ value: '', source: 'default' }));
+
+  const clientIdFound = find('clientId');
+  if (clientIdFound !== undefined) sources.clientId = clientIdFound.source;
+
+  const logFound = find('logLevel');
+  const logLevel = logFound?.value ?? 'info';
+  sources.logLevel = logFound?.source ?? 'default';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw configError(`log level ${quote(logLevel)} from ${sources.logLevel} is not one of ${LOG_LEVELS.join(', ')}`, sources.logLevel);
+  }
+
+  const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
+  const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
+
+  const fwSources: FirmwareSources = {};
+  if (opts.firmwareVersion !== undefined) fwSources.option = { value: opts.firmwareVersion, label: label('firmwareVersion') };
+  else if (envValue('C2C_FIRMWARE_VERSION') !== undefined) fwSources.env = { value: envValue('C2C_FIRMWARE_VERSION') as string, label: 'environment C2C_FIRMWARE_VERSION' };
+  else if (config.firmwareVersion !== undefined) fwSources.config = { value: config.firmwareVersion as string, label: `config ${configFile} key firmwareVersion` };
+  else if (config.firmwareVersionFile !== undefined) {
+    fwSources.file = { path: path.resolve(configDir, config.firmwareVersionFile as string), label: 'firmwareVersionFile' };
+  }
+  const fw = resolveFirmwareVersion(fwSources);
+  sources.firmwareVersion = fw.source;
+
+  const settings: Settings = {
+    configFile,
+    apiUrl,
+    tokenFile,
+    firmwareVersion: fw.value,
+    stateDir,
+    runtimeDir,
+    profilesDir,
+    hostRoot,
+    timeScale,
+    logLevel,
+    sources,
+  };
+  if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
+  if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;
+  const token = envValue('C2C_TOKEN');
+  if (token !== undefined) {
+    registerSecret(token);
+    settings.token = token;
+    sources.token = 'environment C2C_TOKEN';
+  }
+  return settings;
+}
+
+function resolveApiUrl(found: Found | undefined, configFile: string, required: boolean, sources: Record<string, string>): string {
+  if (found === undefined) {
+    if (required) throw configError(`no API URL: set --api-url, environment C2C_API_URL, or key apiUrl in config ${configFile}`, 'apiUrl');
+    sources.apiUrl = 'unset';
+    return '';
+  }
+  sources.apiUrl = found.source;
+  let url: URL;
+  try {
+    url = new URL(found.value);
+  } catch {
+    throw configError(`API URL ${quote(found.value)} from ${found.source} is not a valid URL`, found.source);
+  }
+  if (url.username !== '' || url.password !== '') {
+    // Never echo it: it carries credentials.
+    registerSecret(url.password);
+    throw configError(`API URL from ${found.source} must not carry user:password credentials`, found.source);
+  }
+  if (url.protocol === 'https:') return found.value;
+  if (url.protocol === 'http:' && isLoopbackUrl(url)) return found.value;
+  const why = url.protocol === 'http:' ? 'http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost)' : 'it must start with https://';
+  throw configError(`API URL ${quote(found.value)} from ${found.source} is refused: ${why}`, found.source);
+}
+
+function resolveTimeScale(found: Found | undefined, apiUrl: string, sources: Record<string, string>): number {
+  if (found === undefined) {
+    sources.timeScale = 'default';
+    return 1;
+  }
+  sources.timeScale = found.source;
+  const n = /^\s*[0-9.eE+-]+\s*$/.test(found.value) ? Number(found.value) : NaN;
+  if (!Number.isFinite(n) || n <= 0) {
+    throw configError(`time scale ${quote(found.value)} from ${found.source} must be a positive number`, found.source);
+  }
+  // Speeding time up against the real service would hammer it; only the simulator and tests may.
+  // Without an API URL (commands that never talk to the network) there is nothing to protect.
+  if (apiUrl !== '' && !isLoopbackUrl(new URL(apiUrl))) {
+    throw configError(
+      `time scale from ${found.source} is for the simulator and tests only: refused because the API URL ${quote(apiUrl)} (${sources.apiUrl}) is not loopback`,
+      found.source,
+    );
+  }
+  return n;
+}
