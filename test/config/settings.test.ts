@@ -1,0 +1,162 @@
+import { describe, it, expect, afterAll } from '@jest/globals';
+import path from 'node:path';
+import { loadSettings, isLoopbackUrl, type SettingsOptions } from '../../agent/config/settings.js';
+import { scrub } from '../../agent/lib/secrets.js';
+import { configFailure, tempDir } from './helpers.js';
+
+const tmp = tempDir('c2c-settings-');
+afterAll(() => tmp.cleanup());
+
+const noConfig = path.join(tmp.dir, 'absent-default.json');
+const configWith = (name: string, obj: Record<string, unknown>): string => tmp.write(name, JSON.stringify(obj));
+// Every test names its config explicitly so the host's /etc/c2c-agent never leaks in.
+const load = (opts: SettingsOptions, env: NodeJS.ProcessEnv = {}, requireApiUrl = true) =>
+  loadSettings(opts, { C2C_CONFIG: env.C2C_CONFIG ?? configWith('empty.json', {}), ...env }, { requireApiUrl });
+const fails = (opts: SettingsOptions, env: NodeJS.ProcessEnv = {}, requireApiUrl = true) => {
+  const err = configFailure(() => load(opts, env, requireApiUrl));
+  expect(err.exitCode).toBe(78);
+  expect(err.message).not.toContain('\n');
+  return err.message;
+};
+
+describe('precedence: option > environment > config > default', () => {
+  const cfg = configWith('full.json', {
+    apiUrl: 'https://config.example',
+    logLevel: 'warn',
+    stateDir: 'state-from-config',
+    firmwareVersion: '3.0.0',
+  });
+
+  it('option wins over all', () => {
+    const s = load({ apiUrl: 'https://option.example', logLevel: 'debug', firmwareVersion: '1.0.0', stateDir: '/opt/s' }, { C2C_CONFIG: cfg, C2C_API_URL: 'https://env.example', C2C_LOG_LEVEL: 'error', C2C_FIRMWARE_VERSION: '2.0.0', C2C_STATE_DIR: '/env/s' });
+    expect([s.apiUrl, s.logLevel, s.firmwareVersion, s.stateDir]).toEqual(['https://option.example', 'debug', '1.0.0', '/opt/s']);
+    expect(s.sources.apiUrl).toBe('--api-url');
+    expect(s.sources.firmwareVersion).toBe('--firmware-version');
+  });
+
+  it('environment wins over config', () => {
+    const s = load({}, { C2C_CONFIG: cfg, C2C_API_URL: 'https://env.example', C2C_LOG_LEVEL: 'error', C2C_FIRMWARE_VERSION: '2.0.0', C2C_STATE_DIR: '/env/s' });
+    expect([s.apiUrl, s.logLevel, s.firmwareVersion, s.stateDir]).toEqual(['https://env.example', 'error', '2.0.0', '/env/s']);
+    expect(s.sources.apiUrl).toBe('environment C2C_API_URL');
+    expect(s.sources.configFile).toBe('environment C2C_CONFIG');
+  });
+
+  it('config wins over default, relative paths resolved against the config file', () => {
+    const s = load({}, { C2C_CONFIG: cfg });
+    expect([s.apiUrl, s.logLevel, s.firmwareVersion]).toEqual(['https://config.example', 'warn', '3.0.0']);
+    expect(s.stateDir).toBe(path.join(tmp.dir, 'state-from-config'));
+    expect(s.tokenFile).toBe(path.join(tmp.dir, 'state-from-config', 'credentials.json'));
+    expect(s.sources.logLevel).toBe(`config ${cfg} key logLevel`);
+  });
+
+  it('defaults, with systemd directories taking the place of the fixed paths', () => {
+    const s = load({ apiUrl: 'https://a.example' });
+    expect(s).toMatchObject({ logLevel: 'info', firmwareVersion: '0.0.0', stateDir: '/var/lib/c2c-agent', runtimeDir: '/run/c2c-agent', hostRoot: '/', profilesDir: '', timeScale: 1 });
+    expect(s.tokenFile).toBe('/var/lib/c2c-agent/credentials.json');
+    expect(s.clientId).toBeUndefined();
+    const sd = load({ apiUrl: 'https://a.example' }, { STATE_DIRECTORY: '/var/lib/x:/var/lib/y', RUNTIME_DIRECTORY: '/run/x' });
+    expect([sd.stateDir, sd.runtimeDir, sd.sources.stateDir]).toEqual(['/var/lib/x', '/run/x', 'environment STATE_DIRECTORY']);
+  });
+
+  it('a missing default config file is fine, empty env vars count as unset', () => {
+    const s = loadSettings({ apiUrl: 'https://a.example' }, { C2C_CONFIG: '', C2C_LOG_LEVEL: '' }, {});
+    expect(s.configFile).toBe('/etc/c2c-agent/config.json');
+    expect(s.logLevel).toBe('info');
+  });
+
+  it('C2C_TOKEN is kept and registered as a secret', () => {
+    const s = load({ apiUrl: 'https://a.example' }, { C2C_TOKEN: 'tok-abcdef-123456' });
+    expect(s.token).toBe('tok-abcdef-123456');
+    expect(s.sources.token).toBe('environment C2C_TOKEN');
+    expect(scrub('Bearer tok-abcdef-123456')).toBe('Bearer [redacted]');
+  });
+
+  it('firmwareVersionFile is read when no other source gives a version', () => {
+    tmp.write('fw', '1.4.2\n');
+    const s = load({}, { C2C_CONFIG: configWith('fwfile.json', { apiUrl: 'https://a.example', firmwareVersionFile: 'fw' }) });
+    expect(s.firmwareVersion).toBe('1.4.2');
+    expect(s.sources.firmwareVersion).toBe(`${path.join(tmp.dir, 'fw')} (firmwareVersionFile)`);
+  });
+
+  it('time scale from option or env, on loopback', () => {
+    expect(load({ apiUrl: 'http://127.0.0.1:8080', timeScale: '60' }).timeScale).toBe(60);
+    expect(load({ apiUrl: 'http://localhost:1' }, { C2C_TIME_SCALE: '0.5' }).timeScale).toBe(0.5);
+  });
+
+  it('apiUrl is optional for commands that do not talk to the service', () => {
+    const s = load({ timeScale: '10' }, {}, false);
+    expect(s.apiUrl).toBe('');
+    expect(s.timeScale).toBe(10);
+  });
+});
+
+describe('config errors: exit 78, one line naming the setting and its source', () => {
+  it('unknown key', () => {
+    const f = configWith('unknown.json', { apiURL: 'https://a.example' });
+    expect(fails({}, { C2C_CONFIG: f })).toContain(`config ${f}: unknown key 'apiURL'`);
+  });
+
+  it('wrong type', () => {
+    const f = configWith('type.json', { apiUrl: 'https://a.example', logLevel: 3 });
+    expect(fails({}, { C2C_CONFIG: f })).toBe(`config ${f} key logLevel must be a string, got number`);
+  });
+
+  it('invalid JSON and non-object JSON', () => {
+    const f = tmp.write('bad.json', '{"apiUrl": ');
+    expect(fails({}, { C2C_CONFIG: f })).toContain(`config file ${f} is not valid JSON`);
+    const arr = tmp.write('arr.json', '[]');
+    expect(fails({}, { C2C_CONFIG: arr })).toContain(`config file ${arr} must hold a JSON object`);
+  });
+
+  it('missing explicitly named config file, by option or environment', () => {
+    expect(fails({ config: noConfig })).toBe(`cannot read config file ${noConfig} (ENOENT)`);
+    expect(fails({}, { C2C_CONFIG: noConfig })).toBe(`cannot read config file ${noConfig} (ENOENT)`);
+  });
+
+  it('missing apiUrl', () => {
+    expect(fails({})).toMatch(/^no API URL: set --api-url, environment C2C_API_URL, or key apiUrl in config /);
+  });
+
+  it('http:// on a non-loopback host, from each source', () => {
+    expect(fails({ apiUrl: 'http://api.example' })).toBe("API URL 'http://api.example' from --api-url is refused: http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost)");
+    expect(fails({}, { C2C_API_URL: 'http://10.0.0.1' })).toContain('from environment C2C_API_URL is refused');
+    const f = configWith('http.json', { apiUrl: 'http://128.0.0.1' });
+    expect(fails({}, { C2C_CONFIG: f })).toContain(`from config ${f} key apiUrl is refused`);
+    expect(fails({ apiUrl: 'ftp://127.0.0.1' })).toContain('must start with https://');
+    expect(fails({ apiUrl: 'not a url' })).toBe("API URL 'not a url' from --api-url is not a valid URL");
+  });
+
+  it('never echoes credentials embedded in the URL', () => {
+    const msg = fails({ apiUrl: 'https://user:hunter2secret@api.example' });
+    expect(msg).toBe('API URL from --api-url must not carry user:password credentials');
+  });
+
+  it('loopback hosts are exactly 127.0.0.0/8, ::1 and localhost', () => {
+    for (const u of ['http://127.0.0.1', 'http://127.255.3.4:9', 'http://[::1]:80', 'http://LOCALHOST']) expect(isLoopbackUrl(new URL(u))).toBe(true);
+    for (const u of ['http://128.0.0.1', 'http://127.0.0.1.example', 'http://[::2]', 'http://localhost.example']) expect(isLoopbackUrl(new URL(u))).toBe(false);
+  });
+
+  it('time scale with a non-loopback API URL', () => {
+    expect(fails({ apiUrl: 'https://api.example', timeScale: '60' })).toBe(
+      "time scale from --time-scale is for the simulator and tests only: refused because the API URL 'https://api.example' (--api-url) is not loopback",
+    );
+  });
+
+  it.each(['0', '-2', 'abc', 'Infinity', '1x', 'NaN'])('time scale %p is not a positive number', (v) => {
+    expect(fails({ apiUrl: 'http://127.0.0.1' }, { C2C_TIME_SCALE: v })).toContain('from environment C2C_TIME_SCALE must be a positive number');
+  });
+
+  it('bad log level', () => {
+    expect(fails({ apiUrl: 'https://a.example', logLevel: 'verbose' })).toBe("log level 'verbose' from --log-level is not one of trace, debug, info, warn, error, fatal, silent");
+  });
+
+  it('bad firmware version names its source', () => {
+    const f = configWith('fw.json', { apiUrl: 'https://a.example', firmwareVersion: 'v1.2' });
+    expect(fails({}, { C2C_CONFIG: f })).toBe(`firmware version 'v1.2' from config ${f} key firmwareVersion is not strict semver (expected MAJOR.MINOR.PATCH, e.g. 1.4.2)`);
+    expect(fails({ apiUrl: 'https://a.example', firmwareVersion: '1.2' })).toContain("'1.2' from --firmware-version");
+  });
+
+  it('an empty option or config value', () => {
+    expect(fails({ apiUrl: '' })).toBe('apiUrl from --api-url must not be empty');
+  });
+});
