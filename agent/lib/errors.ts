@@ -60,6 +60,8 @@ export class AgentError extends Error {
       code?: string;
       retryAfterMs?: number;
       rateLimit?: RateLimitInfo;
+      /** Server Date minus local wall time, when an HTTP answer carried a Date. */
+      clockOffsetMs?: number;
       source?: string;
       cause?: unknown;
     } = {},

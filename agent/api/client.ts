@@ -1,0 +1,238 @@
+// The one HTTP client of the agent (architecture.md): every request to the
+// service goes through the got instance made here, so x-client-version,
+// User-Agent, timeouts, the size cap and error typing hold for all of them,
+// auth calls included. got's own retries are off: callers own their loops.
+import http from 'node:http';
+import https from 'node:https';
+import { got, type Got, type Response } from 'got';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { AgentError } from '../lib/errors.js';
+import { registerSecret } from '../lib/secrets.js';
+import { errorForStatus, networkError, oneLine } from './http-errors.js';
+import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
+import { validateDevice, validateHealth } from './validate.js';
+import type { ApiResult, Device, DeviceApi, ResponseMeta } from './types.js';
+
+/** The service answers within 30 s or fails (service-api.md, Limits): never wait longer. */
+export const MAX_TIMEOUT_MS = 30_000;
+/** No answer the agent expects is anywhere near this; anything bigger is refused unread. */
+export const MAX_RESPONSE_BYTES = 1024 * 1024;
+
+export interface DeviceApiOptions {
+  baseUrl: string;
+  /** A function lets a token refresh take effect without a new client. */
+  token: string | (() => string | undefined);
+  firmwareVersion: string;
+  agentVersion: string;
+  clock: Clock;
+  /** Overall cap per request in agent ms (default and maximum 30 000). */
+  timeoutMs?: number;
+  logger?: Logger;
+}
+
+export interface RequestSpec {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  /** Path below the base URL, e.g. '/v2/devices/me'. */
+  path: string;
+  /** Send the bearer token (default true); auth endpoints pass false. */
+  auth?: boolean;
+  form?: Record<string, string>;
+  json?: unknown;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+export interface RawResponse {
+  /** "GET /v2/devices/me", for messages. */
+  what: string;
+  status: number;
+  headers: HeaderBag;
+  body: Buffer;
+  meta: ResponseMeta;
+}
+
+export interface DeviceApiClient extends DeviceApi {
+  /** Any request; resolves with whatever status came back, rejects only when no answer was read. */
+  request(spec: RequestSpec): Promise<RawResponse>;
+  /** Form POST without the bearer token (pairing, refresh, revoke). */
+  postForm(path: string, form: Record<string, string>, signal?: AbortSignal): Promise<RawResponse>;
+  /** The body as JSON, or a protocol error when it is not JSON. */
+  readJson(res: RawResponse): unknown;
+  /** The typed error for a response whose status is not the expected one. */
+  errorFor(res: RawResponse): AgentError;
+  /** Meta of the most recent answer (rate limits, clock offset), for status reports. */
+  readonly lastMeta: ResponseMeta | undefined;
+  /** Drops kept-alive sockets. */
+  close(): void;
+}
+
+const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
+
+function phaseTimeouts(totalAgentMs: number, scale: number): Record<string, number> {
+  const real = (ms: number): number => Math.max(1, Math.round(Math.min(ms, totalAgentMs) / scale));
+  return {
+    lookup: real(5_000),
+    connect: real(10_000),
+    secureConnect: real(10_000),
+    send: real(10_000),
+    response: real(totalAgentMs),
+    request: real(totalAgentMs),
+  };
+}
+
+export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
+  const { clock, logger } = options;
+  const timeoutMs = Math.min(options.timeoutMs ?? MAX_TIMEOUT_MS, MAX_TIMEOUT_MS);
+  const tokenOf = typeof options.token === 'function' ? options.token : (): string => options.token as string;
+  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  const instance: Got = got.extend({
+    prefixUrl: options.baseUrl,
+    headers: {
+      'x-client-version': options.firmwareVersion,
+      'user-agent': `c2c-agent/${options.agentVersion} firmware/${options.firmwareVersion} node/${process.versions.node}`,
+      accept: 'application/json',
+    },
+    retry: { limit: 0 },
+    throwHttpErrors: false,
+    followRedirect: false,
+    // Compressed bodies could expand past the size cap after it was checked.
+    decompress: false,
+    responseType: 'buffer',
+    timeout: phaseTimeouts(timeoutMs, clock.scale),
+    agent: agents,
+  });
+  let lastMeta: ResponseMeta | undefined;
+
+  function metaOf(res: Response): ResponseMeta {
+    const headers = res.headers as HeaderBag;
+    const meta: ResponseMeta = { status: res.statusCode, rateLimit: parseRateLimit(headers) };
+    const offset = clockOffset(headers, clock.wallNow());
+    if (offset !== undefined) meta.clockOffsetMs = offset;
+    return meta;
+  }
+
+  async function request(spec: RequestSpec): Promise<RawResponse> {
+    const what = `${spec.method} ${spec.path}`;
+    const headers: Record<string, string> = { ...spec.headers };
+    if (spec.auth !== false) {
+      const token = tokenOf();
+      if (!token) throw new AgentError('unauthorized', `${what}: no access token; run \`c2c-agent pair\``, { source: what });
+      registerSecret(token);
+      headers.authorization = `Bearer ${token}`;
+    }
+    const started = clock.now();
+    let tooLarge = false;
+    const call = instance(spec.path.replace(/^\/+/, ''), {
+      method: spec.method,
+      responseType: 'buffer',
+      headers,
+      ...(spec.form !== undefined ? { form: spec.form } : {}),
+      ...(spec.json !== undefined ? { json: spec.json } : {}),
+      ...(spec.signal !== undefined ? { signal: spec.signal } : {}),
+    });
+    // got has no size limit; its progress events fire as chunks arrive (the
+    // first one carries Content-Length), so a liar or an endless body stops here.
+    call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
+      if (!tooLarge && (p.transferred > MAX_RESPONSE_BYTES || (p.total ?? 0) > MAX_RESPONSE_BYTES)) {
+        tooLarge = true;
+        call.cancel();
+      }
+    });
+    let res: Response<Buffer>;
+    try {
+      res = await call;
+    } catch (err) {
+      const durationMs = Math.round(clock.now() - started);
+      if (tooLarge) {
+        logger?.debug({ method: spec.method, path: spec.path, durationMs, error: 'too-large' }, 'http response refused');
+        throw new AgentError('protocol', `${what}: response larger than ${MAX_RESPONSE_BYTES} bytes refused`, { source: what });
+      }
+      if (spec.signal?.aborted) throw spec.signal.reason ?? err;
+      const e = networkError(what, err, timeoutMs);
+      logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code }, 'http request failed');
+      throw e;
+    }
+    const meta = metaOf(res);
+    lastMeta = meta;
+    logger?.debug(
+      { method: spec.method, path: spec.path, status: res.statusCode, durationMs: Math.round(clock.now() - started), rateLimit: meta.rateLimit, clockOffsetMs: meta.clockOffsetMs },
+      'http',
+    );
+    return { what, status: res.statusCode, headers: res.headers as HeaderBag, body: res.body, meta };
+  }
+
+  function readJson(res: RawResponse): unknown {
+    const type = (res.headers['content-type'] as string | undefined) ?? '';
+    if (!JSON_TYPE.test(type)) {
+      throw new AgentError('protocol', `${res.what}: answered with content-type '${oneLine(type, 60)}', expected JSON`, withMeta(res));
+    }
+    try {
+      return JSON.parse(res.body.toString('utf8'));
+    } catch {
+      throw new AgentError('protocol', `${res.what}: HTTP ${res.status} body is not valid JSON (${res.body.length} bytes)`, withMeta(res));
+    }
+  }
+
+  function errorFor(res: RawResponse): AgentError {
+    let body: unknown;
+    try {
+      body = JSON.parse(res.body.toString('utf8'));
+    } catch {
+      body = undefined; // an HTML error page from a proxy: the status says enough
+    }
+    const ctx = { what: res.what, status: res.status, headers: res.headers, body, rateLimit: res.meta.rateLimit, localWallMs: clock.wallNow() };
+    return errorForStatus(res.meta.clockOffsetMs === undefined ? ctx : { ...ctx, clockOffsetMs: res.meta.clockOffsetMs });
+  }
+
+  /** JSON from a 2xx answer, else the typed error. */
+  async function getJson(path: string, auth: boolean, signal?: AbortSignal): Promise<{ value: unknown; res: RawResponse }> {
+    const res = await request({ method: 'GET', path, auth, ...(signal ? { signal } : {}) });
+    if (res.status < 200 || res.status > 299) throw errorFor(res);
+    return { value: readJson(res), res };
+  }
+
+  return {
+    request,
+    postForm: (path, form, signal) => request({ method: 'POST', path, auth: false, form, ...(signal ? { signal } : {}) }),
+    readJson,
+    errorFor,
+    get lastMeta() {
+      return lastMeta;
+    },
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+    async getDevice(signal?: AbortSignal): Promise<ApiResult<Device>> {
+      const { value, res } = await getJson('/v2/devices/me', true, signal);
+      return { value: withErrorMeta(res, () => validateDevice(value, res.what)), meta: res.meta };
+    },
+    async heartbeat(signal?: AbortSignal): Promise<ApiResult<void>> {
+      const res = await request({ method: 'POST', path: '/v2/devices/heartbeat', ...(signal ? { signal } : {}) });
+      // 204 is documented; any 2xx means the service heard us.
+      if (res.status < 200 || res.status > 299) throw errorFor(res);
+      return { value: undefined, meta: res.meta };
+    },
+    async health(signal?: AbortSignal): Promise<ApiResult<{ status: string }>> {
+      const { value, res } = await getJson('/health', false, signal);
+      return { value: withErrorMeta(res, () => validateHealth(value, res.what)), meta: res.meta };
+    },
+  };
+}
+
+function withMeta(res: RawResponse): ConstructorParameters<typeof AgentError>[2] {
+  const d: ConstructorParameters<typeof AgentError>[2] = { status: res.status, rateLimit: res.meta.rateLimit, source: res.what };
+  if (res.meta.clockOffsetMs !== undefined) d.clockOffsetMs = res.meta.clockOffsetMs;
+  return d;
+}
+
+/** Validation errors get the response's status and meta attached. */
+function withErrorMeta<T>(res: RawResponse, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof AgentError && err.kind === 'protocol') throw new AgentError('protocol', err.message, withMeta(res));
+    throw err;
+  }
+}

@@ -1,0 +1,131 @@
+// Turns an HTTP outcome into an AgentError. The legacy error body is
+// {code, errors: [{code, detail, status, title}], message}, every part
+// optional; servers, proxies and load balancers also answer with HTML, empty
+// bodies or JSON of another shape, so nothing here trusts a field's type.
+import { AgentError, type ErrorKind, type RateLimitInfo } from '../lib/errors.js';
+import { scrub } from '../lib/secrets.js';
+import { parseRetryAfter, retryDelayFromWindow, type HeaderBag } from './rate-limit.js';
+
+const MAX_TEXT = 200;
+
+export interface LegacyError {
+  message?: string;
+  title?: string;
+  detail?: string;
+}
+
+/** One line of printable text, bounded, secrets cut out. */
+export function oneLine(text: string, max = MAX_TEXT): string {
+  // eslint-disable-next-line no-control-regex
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const cut = flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return scrub(cut);
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? oneLine(v) : undefined);
+
+/** Picks the human parts out of whatever the server sent; never throws. */
+export function parseLegacyError(body: unknown): LegacyError {
+  const out: LegacyError = {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return out;
+  const rec = body as Record<string, unknown>;
+  const message = str(rec.message) ?? str(rec.error_description) ?? str(rec.error);
+  if (message !== undefined) out.message = message;
+  const first = Array.isArray(rec.errors) ? rec.errors.find((e) => e !== null && typeof e === 'object' && !Array.isArray(e)) : undefined;
+  if (first !== undefined) {
+    const e = first as Record<string, unknown>;
+    const title = str(e.title);
+    const detail = str(e.detail);
+    if (title !== undefined) out.title = title;
+    if (detail !== undefined) out.detail = detail;
+  }
+  return out;
+}
+
+/** "Not Authorized: You are not allowed..." without repeating equal parts. */
+export function describeLegacyError(e: LegacyError): string {
+  const parts: string[] = [];
+  for (const p of [e.title, e.message, e.detail]) {
+    if (p !== undefined && !parts.some((q) => q.toLowerCase() === p.toLowerCase())) parts.push(p);
+  }
+  return oneLine(parts.join(': '), MAX_TEXT);
+}
+
+export function kindForStatus(status: number, legacy: LegacyError): ErrorKind {
+  if (status === 401) return 'unauthorized';
+  if (status === 403) return 'forbidden';
+  if (status === 404) return 'not-found';
+  if (status === 409) {
+    const paused = [legacy.title, legacy.message].some((t) => t !== undefined && /channel paused|device paused|\bpaused\b/i.test(t));
+    return paused ? 'paused' : 'conflict';
+  }
+  if (status === 429) return 'rate-limited';
+  if (status >= 500) return 'server';
+  return 'protocol';
+}
+
+const HINT: Partial<Record<ErrorKind, string>> = {
+  unauthorized: 'the token was rejected; run `c2c-agent pair`',
+  forbidden: 'the token lacks the scope for this call; re-pair the unit with the right project',
+  'rate-limited': 'rate limited by the service; retry later',
+  server: 'the service failed; retry later',
+};
+
+export interface StatusContext {
+  what: string; // "GET /v2/devices/me"
+  status: number;
+  headers: HeaderBag;
+  body: unknown;
+  rateLimit: RateLimitInfo;
+  clockOffsetMs?: number;
+  localWallMs: number;
+}
+
+export function errorForStatus(ctx: StatusContext): AgentError {
+  const legacy = parseLegacyError(ctx.body);
+  const kind = kindForStatus(ctx.status, legacy);
+  const text = describeLegacyError(legacy);
+  const hint = HINT[kind];
+  let message = `${ctx.what}: HTTP ${ctx.status}${text ? ` ${text}` : ''}`;
+  if (hint) message += ` (${hint})`;
+  const details: ConstructorParameters<typeof AgentError>[2] = { status: ctx.status, rateLimit: ctx.rateLimit, source: ctx.what };
+  if (ctx.clockOffsetMs !== undefined) details.clockOffsetMs = ctx.clockOffsetMs;
+  if (kind === 'rate-limited' || (kind === 'server' && ctx.status === 503)) {
+    const retry = parseRetryAfter(ctx.headers, ctx.localWallMs);
+    if (retry !== undefined) details.retryAfterMs = retry;
+    else if (kind === 'rate-limited') details.retryAfterMs = retryDelayFromWindow(ctx.rateLimit);
+  }
+  return new AgentError(kind, oneLine(message, 400), details);
+}
+
+// Anything that kept us from reading an HTTP answer (refused, DNS, reset,
+// timeout, TLS failure, a parser choking on garbage) counts as "could not
+// talk to the service" (exit 69): the daemon retries those with backoff.
+const EXPLAIN: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ENOTFOUND: 'host name not found (DNS)',
+  EAI_AGAIN: 'DNS lookup failed temporarily',
+  ECONNRESET: 'connection reset',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+};
+
+/** A request that never produced a usable HTTP answer. */
+export function networkError(what: string, err: unknown, timeoutMs: number): AgentError {
+  const e = (err ?? {}) as { code?: unknown; name?: unknown; event?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : 'ERR_NETWORK';
+  if (e.name === 'TimeoutError' || code === 'ETIMEDOUT') {
+    const phase = typeof e.event === 'string' ? ` (${e.event} phase)` : '';
+    return new AgentError('network', `${what}: no answer within ${Math.round(timeoutMs / 100) / 10} s${phase}; check the network and the API URL`, {
+      code: 'ETIMEDOUT',
+      source: what,
+    });
+  }
+  if (code === 'ERR_INVALID_CHAR' || code === 'ERR_INVALID_HTTP_TOKEN') {
+    // A token or version with a newline in it: a broken credentials file, not a network fault.
+    return new AgentError('config', `${what}: a request header holds characters HTTP does not allow; check the token and firmware version`, { code, source: what });
+  }
+  const reason = EXPLAIN[code] ?? (typeof e.message === 'string' ? oneLine(e.message, 120) : 'request failed');
+  // No `cause`: got errors carry the request options, bearer header included.
+  return new AgentError('network', oneLine(`${what}: ${reason} (${code}); check the network and the API URL`, 400), { code, source: what });
+}

@@ -1,0 +1,75 @@
+// The service's rate-limit headers and Date header, read defensively: a
+// proxy or a misbehaving server may send nonsense, and a bad header must
+// degrade to "unknown", never to an exception or a NaN wait.
+import type { RateLimitInfo } from '../lib/errors.js';
+
+export type HeaderBag = Record<string, string | string[] | undefined>;
+
+const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+/** The spec's advice when a 429 carries nothing better: pause about one second. */
+export const DEFAULT_RETRY_AFTER_MS = 1000;
+
+export function header(headers: HeaderBag, name: string): string | undefined {
+  const v = headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+function nonNegativeInt(text: string | undefined): number | undefined {
+  if (text === undefined || !/^\s*\d{1,15}\s*$/.test(text)) return undefined;
+  return Number(text.trim());
+}
+
+export function parseRateLimit(headers: HeaderBag): RateLimitInfo {
+  const out: RateLimitInfo = {};
+  const limit = nonNegativeInt(header(headers, 'x-ratelimit-limit'));
+  const remaining = nonNegativeInt(header(headers, 'x-ratelimit-remaining'));
+  const windowMs = nonNegativeInt(header(headers, 'x-ratelimit-window'));
+  if (limit !== undefined) out.limit = limit;
+  if (remaining !== undefined) out.remaining = remaining;
+  if (windowMs !== undefined) out.windowMs = windowMs;
+  return out;
+}
+
+/** Epoch ms of an HTTP-date, or undefined when absent or unparseable. */
+export function parseHttpDate(text: string | undefined): number | undefined {
+  if (text === undefined || !/[a-z]/i.test(text)) return undefined;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
+/**
+ * Server Date minus local wall time at the response, ms. Date has whole
+ * seconds (truncated), so the server's true time lies in [Date, Date + 1 s):
+ * the midpoint halves the worst-case error.
+ */
+export function clockOffset(headers: HeaderBag, localWallMs: number): number | undefined {
+  const server = parseHttpDate(header(headers, 'date'));
+  return server === undefined ? undefined : server + 500 - localWallMs;
+}
+
+/**
+ * Retry-After as a delay in ms: delta-seconds or an HTTP-date. An HTTP-date
+ * is measured against the server's own Date when it sent one, so a device
+ * whose wall clock is off (a Pi without RTC before NTP) still waits right.
+ */
+export function parseRetryAfter(headers: HeaderBag, localWallMs: number): number | undefined {
+  const raw = header(headers, 'retry-after');
+  if (raw === undefined) return undefined;
+  const seconds = raw.trim();
+  if (/^\d{1,10}(\.\d+)?$/.test(seconds)) return Math.min(Number(seconds) * 1000, MAX_RETRY_AFTER_MS);
+  const at = parseHttpDate(raw);
+  if (at === undefined) return undefined;
+  const reference = parseHttpDate(header(headers, 'date')) ?? localWallMs;
+  return Math.min(Math.max(0, at - reference), MAX_RETRY_AFTER_MS);
+}
+
+/**
+ * How long to wait after a 429 when Retry-After is absent: in a leaky bucket
+ * one request's worth of allowance drips back every window/limit ms.
+ */
+export function retryDelayFromWindow(rl: RateLimitInfo): number {
+  if (rl.limit !== undefined && rl.limit > 0 && rl.windowMs !== undefined && rl.windowMs > 0) {
+    return Math.max(DEFAULT_RETRY_AFTER_MS, Math.ceil(rl.windowMs / rl.limit));
+  }
+  return DEFAULT_RETRY_AFTER_MS;
+}
