@@ -1,0 +1,105 @@
+import { describe, expect, it, beforeAll, afterAll } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const UNIT = resolve('systemd/c2c-agent.service');
+const ANALYZE = '/usr/bin/systemd-analyze';
+const MAX_EXPOSURE = 3.0;
+
+let dir: string;
+let unitCopy: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'c2c-unit-'));
+  unitCopy = join(dir, 'c2c-agent.service');
+  // verify insists the ExecStart binary exists; on a machine whose node is
+  // not /usr/bin/node, point the copy at this node instead.
+  let text = readFileSync(UNIT, 'utf8');
+  if (!existsSync('/usr/bin/node')) text = text.replace('/usr/bin/node', process.execPath);
+  writeFileSync(unitCopy, text);
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function analyze(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(ANALYZE, args, { encoding: 'utf8', timeout: 20_000, env: { ...process.env, SYSTEMD_PAGER: '', SYSTEMD_COLORS: '0' } });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function directives(text: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const line of text.split('\n')) {
+    const m = /^([A-Za-z]+)=(.*)$/.exec(line.trim());
+    if (m?.[1] !== undefined) out.set(m[1], [...(out.get(m[1]) ?? []), m[2] ?? '']);
+  }
+  return out;
+}
+
+describe('systemd/c2c-agent.service', () => {
+  it('passes systemd-analyze verify with no warning at all', () => {
+    // verify exits 0 on unknown keys and unparsable values and only warns on
+    // stderr, so any stderr output fails the test.
+    const r = analyze('verify', unitCopy);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('the verify check itself catches a typo (so the test above means something)', () => {
+    const bad = join(dir, 'bad.service');
+    writeFileSync(bad, readFileSync(unitCopy, 'utf8').replace('TasksMax=', 'TaksMax='));
+    expect(analyze('verify', bad).stderr).toMatch(/Unknown key 'TaksMax'/);
+  });
+
+  it(`has an offline security exposure of at most ${MAX_EXPOSURE}`, () => {
+    const r = analyze('security', '--offline=true', unitCopy);
+    const m = /Overall exposure level for c2c-agent\.service: (\d+(?:\.\d+)?)/.exec(r.stdout);
+    expect(m).not.toBeNull();
+    const exposure = Number(m?.[1]);
+    expect(exposure).toBeGreaterThan(0);
+    expect(exposure).toBeLessThanOrEqual(MAX_EXPOSURE);
+  });
+
+  it('keeps the promises the daemon and the issue rely on', () => {
+    const d = directives(readFileSync(UNIT, 'utf8'));
+    const one = (k: string): string | undefined => d.get(k)?.at(-1);
+    expect(one('Type')).toBe('notify');
+    expect(one('NotifyAccess')).toBe('all');
+    expect(one('ExecStart')).toBe('/usr/bin/node /opt/c2c-agent/dist/c2c-agent.mjs run');
+    expect(one('ExecReload')).toBe('/bin/kill -HUP $MAINPID');
+    expect(one('RestartPreventExitStatus')).toBe('78');
+    expect(one('StateDirectory')).toBe('c2c-agent');
+    expect(one('StateDirectoryMode')).toBe('0700');
+    expect(one('RuntimeDirectory')).toBe('c2c-agent');
+    expect(one('RuntimeDirectoryMode')).toBe('0700');
+    expect(one('RuntimeDirectoryPreserve')).toBe('yes');
+    expect(one('ProtectSystem')).toBe('strict');
+    expect(one('NoNewPrivileges')).toBe('yes');
+    expect(one('PrivateTmp')).toBe('yes');
+    expect(one('User')).toBe('c2c-agent');
+    expect(one('RestrictAddressFamilies')?.split(/\s+/).sort()).toEqual(['AF_INET', 'AF_INET6', 'AF_NETLINK', 'AF_UNIX']);
+    expect(Number.parseInt(one('WatchdogSec') ?? '', 10)).toBeGreaterThan(0);
+    // V8's JIT needs writable+executable pages: this would kill node at start.
+    expect(d.has('MemoryDenyWriteExecute')).toBe(false);
+  });
+});
+
+describe('scripts/install.sh', () => {
+  it('installs into DESTDIR, twice, with the same result', () => {
+    const dest = join(dir, 'root');
+    const env = { ...process.env, DESTDIR: dest };
+    // A stand-in bundle so the test does not depend on a build having run.
+    const fakeDist = join(dir, 'dist');
+    mkdirSync(fakeDist, { recursive: true });
+    copyFileSync(resolve('package.json'), join(fakeDist, 'c2c-agent.mjs'));
+    for (let i = 0; i < 2; i++) {
+      const r = spawnSync('sh', ['scripts/install.sh'], { encoding: 'utf8', env: { ...env, C2C_DIST_DIR: fakeDist } });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+    }
+    expect(readFileSync(join(dest, 'etc/systemd/system/c2c-agent.service'), 'utf8')).toBe(readFileSync(UNIT, 'utf8'));
+    expect(readFileSync(join(dest, 'opt/c2c-agent/dist/c2c-agent.mjs'), 'utf8')).toBe(readFileSync(resolve('package.json'), 'utf8'));
+    expect(existsSync(join(dest, 'etc/c2c-agent'))).toBe(true);
+    expect(existsSync(join(dest, 'usr/lib/sysusers.d/c2c-agent.conf'))).toBe(true);
+    expect(existsSync(join(dest, 'opt/c2c-agent/firmware-profiles/generic.json'))).toBe(true);
+  });
+});
