@@ -25,6 +25,8 @@ install -d -m 0755 "$prefix/dist" "$prefix/firmware-profiles" \
 # mid-install never loads a half-written bundle.
 install -m 0644 "$dist/c2c-agent.mjs" "$prefix/dist/.c2c-agent.mjs.new"
 mv -f "$prefix/dist/.c2c-agent.mjs.new" "$prefix/dist/c2c-agent.mjs"
+# The bundle embeds the shipped profiles; these copies are the reference an
+# integrator edits and points --profiles-dir at.
 for f in "$here"/firmware-profiles/*.json; do
   install -m 0644 "$f" "$prefix/firmware-profiles/"
 done
