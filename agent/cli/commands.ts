@@ -1,0 +1,7 @@
+// The command registry: one line per command, each imported only when run
+// (see ./command.ts for the module shape).
+import type { CommandModule } from './command.js';
+
+export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
+  profiles: () => import('./profiles.js'),
+};

@@ -1,0 +1,64 @@
+// Entry point of dist/c2c-agent.mjs: picks the command, loads only its
+// module, parses its arguments strictly and maps the outcome to an exit code
+// (contract.md, "Exit codes"). The exit code goes to process.exitCode, never
+// process.exit(), so pending stdout writes reach a pipe before node exits.
+import { usageError } from '../lib/errors.js';
+import { parseCommandArgs, commonOptionsHelp } from './args.js';
+import { COMMANDS } from './commands.js';
+import { fail, printLine } from './output.js';
+import { agentVersion } from './version.js';
+
+const HELP = `usage: c2c-agent <command> [options]
+
+  c2c-agent run                      the daemon, in the foreground (systemd Type=notify)
+  c2c-agent check   [--json]         pairing check: verify the token with GET /v2/devices/me
+  c2c-agent status  [--json]         the running daemon's state, read locally, no network
+  c2c-agent pair    [--json] [--timeout SECONDS]   device-code pairing
+  c2c-agent unpair                   revoke the token at the service and forget it locally
+  c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
+  c2c-agent channels [--json]        channels detected here vs. channels the service knows
+  c2c-agent queue   [--json]         what the offline queue holds
+  c2c-agent --version | --help
+
+Settings options, accepted by every command (each also comes from the
+environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config.json):
+  --config FILE --api-url URL --token-file FILE --firmware-version SEMVER
+  --client-id ID --client-secret-file FILE --state-dir DIR --runtime-dir DIR
+  --profiles-dir DIR --host-root DIR --time-scale N --log-level LEVEL
+
+Exit codes: 0 ok, 1 internal error, 64 usage, 69 service unavailable,
+75 temporary failure, 76 protocol error, 77 not authorized, 78 configuration error.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined) throw usageError('missing command; run c2c-agent --help');
+  if (name === '--version' || name === '-V') {
+    printLine(agentVersion());
+    return 0;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
+    printLine(HELP);
+    return 0;
+  }
+  if (name.startsWith('-')) throw usageError(`unknown option '${name}' (the command comes first); run c2c-agent --help`);
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (load === undefined) throw usageError(`unknown command '${name}'; run c2c-agent --help`);
+  const mod = await load();
+  const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);
+  if (help) {
+    printLine(`usage: c2c-agent ${mod.usage}`, `settings options: ${commonOptionsHelp()}`);
+    return 0;
+  }
+  return mod.run(ctx);
+}
+
+const argv = process.argv.slice(2);
+main(argv).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    // Before parsing succeeded we cannot know the command took --json; the literal flag is the best hint.
+    process.exitCode = fail(err, { json: argv.includes('--json') });
+  },
+);

@@ -1,0 +1,49 @@
+// Everything the CLI prints goes through here, so secrets are cut out in one
+// place: scrub() for registered secret values, redactObject() for secret keys.
+import { AgentError, exitCodeOf } from '../lib/errors.js';
+import { redactObject, scrub } from '../lib/secrets.js';
+
+export interface JsonResult {
+  ok: boolean;
+  exitCode: number;
+  [fact: string]: unknown;
+}
+
+// A reader that goes away (`c2c-agent profiles | head -1`) is not an agent error.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+  });
+}
+
+/** The one JSON object of a --json run. */
+export function printJson(result: JsonResult): void {
+  process.stdout.write(`${JSON.stringify(redactObject(result))}\n`);
+}
+
+export function printLine(...lines: string[]): void {
+  for (const line of lines) process.stdout.write(`${scrub(line)}\n`);
+}
+
+/** One line on stderr, whatever the message held. */
+export function printError(message: string): void {
+  process.stderr.write(`c2c-agent: ${scrub(message).replace(/\s*\n\s*/g, ' ')}\n`);
+}
+
+export function describeError(err: unknown): { kind: string; message: string; status?: number; code?: string } {
+  if (err instanceof AgentError) return err.toJSON();
+  const message = err instanceof Error ? err.message : String(err);
+  return { kind: 'internal', message: `internal error: ${message}` };
+}
+
+/**
+ * Reports a failure: one line on stderr and, with json, {ok:false, exitCode,
+ * error, ...extra} on stdout. Returns the exit code (AgentError's, else 1).
+ */
+export function fail(err: unknown, opts: { json?: boolean; extra?: Record<string, unknown> } = {}): number {
+  const exitCode = exitCodeOf(err);
+  const error = describeError(err);
+  printError(error.message);
+  if (opts.json === true) printJson({ ...opts.extra, ok: false, exitCode, error });
+  return exitCode;
+}
