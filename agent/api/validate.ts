@@ -10,6 +10,7 @@ type Rec = Record<string, unknown>;
 const isRecord = (v: unknown): v is Rec => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 function typeName(v: unknown): string {
+  if (v === undefined) return 'missing';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   const t = typeof v;

@@ -1,0 +1,114 @@
+// Where the access token comes from: C2C_TOKEN (a token given directly, no
+// refresh possible) wins over the token file that pairing writes. Every
+// secret read here is registered with scrub() the moment it is read, so no
+// later log line, error or --json output can carry it.
+import { readFileSync, statSync } from 'node:fs';
+import { AgentError, configError } from '../lib/errors.js';
+import { registerSecret } from '../lib/secrets.js';
+import type { Settings } from '../config/types.js';
+
+export interface Credentials {
+  accessToken: string;
+  refreshToken?: string;
+  /** ISO 8601 time the access token expires, when the file says. */
+  expiresAt?: string;
+  tokenType?: string;
+  /** 'environment C2C_TOKEN' or the token file's path, for messages. */
+  source: string;
+}
+
+type Warn = (message: string) => void;
+
+const errnoCode = (err: unknown): string => (err as NodeJS.ErrnoException)?.code ?? 'error';
+
+function notPaired(file: string): AgentError {
+  return new AgentError('unauthorized', `not paired: no credentials in ${file} and C2C_TOKEN is unset; run \`c2c-agent pair\``, { source: file });
+}
+
+/** Group- or world-readable secrets are a certification failure, but not worth refusing to run. */
+function checkMode(file: string, what: string, warn: Warn): void {
+  try {
+    const mode = statSync(file).mode & 0o777;
+    if ((mode & 0o077) !== 0) {
+      warn(`${what} ${file} has mode ${mode.toString(8).padStart(4, '0')}: other users can read it; run \`chmod 600 ${file}\``);
+    }
+  } catch {
+    // The read that follows reports a missing file; a stat race is not worth a second message.
+  }
+}
+
+function optionalString(rec: Record<string, unknown>, key: string, file: string): string | undefined {
+  const v = rec[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw configError(`credentials file ${file}: field '${key}' is not a string; remove the file and run \`c2c-agent pair\``, file);
+  return v;
+}
+
+/** Parses the token file's JSON; never echoes its content, which is all secret. */
+export function parseCredentialsFile(text: string, file: string): Credentials | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw configError(`credentials file ${file} is not valid JSON; remove it and run \`c2c-agent pair\``, file);
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw configError(`credentials file ${file} does not hold a JSON object; remove it and run \`c2c-agent pair\``, file);
+  }
+  const rec = parsed as Record<string, unknown>;
+  // Register before validating the rest, so even a half-broken file's tokens never leak.
+  for (const key of ['access_token', 'refresh_token']) if (typeof rec[key] === 'string') registerSecret(rec[key] as string);
+  const accessToken = optionalString(rec, 'access_token', file);
+  const refreshToken = optionalString(rec, 'refresh_token', file);
+  const expiresAt = optionalString(rec, 'expires_at', file);
+  const tokenType = optionalString(rec, 'token_type', file);
+  if (expiresAt !== undefined && !Number.isFinite(Date.parse(expiresAt))) {
+    throw configError(`credentials file ${file}: 'expires_at' is not an ISO 8601 time; remove the file and run \`c2c-agent pair\``, file);
+  }
+  if (!accessToken) return undefined;
+  const out: Credentials = { accessToken, source: file };
+  if (refreshToken) out.refreshToken = refreshToken;
+  if (expiresAt !== undefined) out.expiresAt = expiresAt;
+  if (tokenType !== undefined) out.tokenType = tokenType;
+  return out;
+}
+
+/**
+ * Reads the client secret only to register it as a secret (pairing reads it
+ * again when it needs it). Unreadable is not an error here: `check` does not
+ * need it, and `pair` reports it properly.
+ */
+export function registerClientSecret(settings: Settings, warn: Warn = () => {}): void {
+  const file = settings.clientSecretFile;
+  if (!file) return;
+  try {
+    const text = readFileSync(file, 'utf8');
+    registerSecret(text);
+    registerSecret(text.trim());
+    checkMode(file, 'client secret file', warn);
+  } catch {
+    // see above
+  }
+}
+
+export function loadCredentials(settings: Settings, warn: Warn = () => {}): Credentials {
+  registerClientSecret(settings, warn);
+  if (settings.token !== undefined && settings.token !== '') {
+    registerSecret(settings.token);
+    return { accessToken: settings.token, source: 'environment C2C_TOKEN' };
+  }
+  const file = settings.tokenFile;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOENT') throw notPaired(file);
+    throw configError(`cannot read credentials file ${file} (${code}); check its owner and mode, or set --token-file`, file);
+  }
+  checkMode(file, 'credentials file', warn);
+  if (text.trim() === '') throw notPaired(file);
+  const creds = parseCredentialsFile(text, file);
+  if (creds === undefined) throw notPaired(file);
+  return creds;
+}
