@@ -41,6 +41,8 @@ export interface RequestSpec {
   json?: unknown;
   headers?: Record<string, string>;
   signal?: AbortSignal;
+  /** A shorter cap than the client's, agent ms (a probe that must not double a wait). */
+  timeoutMs?: number;
 }
 
 export interface RawResponse {
@@ -53,6 +55,8 @@ export interface RawResponse {
 }
 
 export interface DeviceApiClient extends DeviceApi {
+  /** GET /health (no token), optionally with a shorter time limit in agent ms. */
+  health(signal?: AbortSignal, timeoutMs?: number): Promise<ApiResult<{ status: string }>>;
   /** Any request; resolves with whatever status came back, rejects only when no answer was read. */
   request(spec: RequestSpec): Promise<RawResponse>;
   /** Form POST without the bearer token (pairing, refresh, revoke). */
@@ -121,6 +125,7 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
       registerSecret(token);
       headers.authorization = `Bearer ${token}`;
     }
+    const limitMs = Math.min(spec.timeoutMs ?? timeoutMs, timeoutMs);
     const started = clock.now();
     let tooLarge = false;
     const call = instance(spec.path.replace(/^\/+/, ''), {
@@ -130,6 +135,7 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
       ...(spec.form !== undefined ? { form: spec.form } : {}),
       ...(spec.json !== undefined ? { json: spec.json } : {}),
       ...(spec.signal !== undefined ? { signal: spec.signal } : {}),
+      ...(limitMs < timeoutMs ? { timeout: phaseTimeouts(limitMs, clock.scale) } : {}),
     });
     // got has no size limit; its progress events fire as chunks arrive (the
     // first one carries Content-Length), so a liar or an endless body stops here.
@@ -149,7 +155,7 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
         throw new AgentError('protocol', `${what}: response larger than ${MAX_RESPONSE_BYTES} bytes refused`, { source: what });
       }
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
-      const e = networkError(what, err, timeoutMs);
+      const e = networkError(what, err, limitMs);
       logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code }, 'http request failed');
       throw e;
     }
@@ -186,8 +192,8 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
   }
 
   /** JSON from a 2xx answer, else the typed error. */
-  async function getJson(path: string, auth: boolean, signal?: AbortSignal): Promise<{ value: unknown; res: RawResponse }> {
-    const res = await request({ method: 'GET', path, auth, ...(signal ? { signal } : {}) });
+  async function getJson(path: string, auth: boolean, signal?: AbortSignal, limitMs?: number): Promise<{ value: unknown; res: RawResponse }> {
+    const res = await request({ method: 'GET', path, auth, ...(signal ? { signal } : {}), ...(limitMs !== undefined ? { timeoutMs: limitMs } : {}) });
     if (res.status < 200 || res.status > 299) throw errorFor(res);
     return { value: readJson(res), res };
   }
@@ -214,8 +220,8 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
       if (res.status < 200 || res.status > 299) throw errorFor(res);
       return { value: undefined, meta: res.meta };
     },
-    async health(signal?: AbortSignal): Promise<ApiResult<{ status: string }>> {
-      const { value, res } = await getJson('/health', false, signal);
+    async health(signal?: AbortSignal, limitMs?: number): Promise<ApiResult<{ status: string }>> {
+      const { value, res } = await getJson('/health', false, signal, limitMs);
       return { value: withErrorMeta(res, () => validateHealth(value, res.what)), meta: res.meta };
     },
   };

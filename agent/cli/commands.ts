@@ -3,5 +3,6 @@
 import type { CommandModule } from './command.js';
 
 export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
+  check: () => import('./check.js'),
   profiles: () => import('./profiles.js'),
 };

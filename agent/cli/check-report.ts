@@ -1,0 +1,119 @@
+// What `check` reports about a paired unit: the facts from the Device
+// record plus the warnings an installer must see before leaving the site
+// (a missing scope, an authorization about to expire). Pure functions, so
+// the tests can feed them any record.
+import type { Device } from '../api/types.js';
+import type { ResponseMeta } from '../api/types.js';
+import type { RateLimitInfo } from '../lib/errors.js';
+
+/** The scopes a camera needs: create assets, keep a refresh token, connect channels. */
+export const DEVICE_SCOPES = ['asset_create', 'offline', 'device_connect'] as const;
+const DAY_MS = 24 * 3600 * 1000;
+
+export interface DeviceFacts {
+  id: string;
+  name: string | null;
+  status: string | null;
+  project_id: string | null;
+  project: string | null;
+  channels: { id: string; name: string | null; asset_type: string | null; status: string | null }[];
+}
+
+export interface CheckFacts {
+  device: DeviceFacts;
+  scopes: Record<string, boolean | null>;
+  missingScopes: string[];
+  expiresAt: string | null;
+  /** ms until expiry by the server's clock; negative when expired. */
+  expiresInMs: number | null;
+  warnings: string[];
+}
+
+export function deviceFacts(d: Device): DeviceFacts {
+  return {
+    id: d.id,
+    name: d.name ?? null,
+    status: d.status ?? null,
+    project_id: d.project_id ?? d.project?.id ?? null,
+    project: d.project?.name ?? null,
+    channels: (d.channels ?? []).map((c) => ({ id: c.id, name: c.name ?? null, asset_type: c.asset_type ?? null, status: c.status ?? null })),
+  };
+}
+
+export function describeDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 90_000) return `${Math.round(abs / 1000)} s`;
+  if (abs < 90 * 60_000) return `${Math.round(abs / 60_000)} min`;
+  if (abs < 2 * DAY_MS) return `${Math.round(abs / 3_600_000)} h`;
+  return `${Math.round(abs / DAY_MS)} days`;
+}
+
+/** `serverNowMs` is the service's idea of now (local wall + offset), which decides expiry. */
+export function checkFacts(d: Device, serverNowMs: number): CheckFacts {
+  const warnings: string[] = [];
+  const scopesRec = d.authorization?.scopes;
+  const scopes: Record<string, boolean | null> = {};
+  for (const s of DEVICE_SCOPES) scopes[s] = typeof scopesRec?.[s] === 'boolean' ? (scopesRec[s] as boolean) : null;
+  const missingScopes = DEVICE_SCOPES.filter((s) => scopes[s] !== true);
+  if (scopesRec === undefined) warnings.push('the service sent no authorization scopes; cannot tell whether uploads are allowed');
+  else if (missingScopes.length > 0) {
+    warnings.push(`authorization lacks scope ${missingScopes.join(', ')}: re-pair the unit and grant it (uploads or refresh may fail)`);
+  }
+
+  const expiresAt = typeof d.authorization?.expires_at === 'string' ? d.authorization.expires_at : null;
+  let expiresInMs: number | null = null;
+  if (expiresAt !== null) {
+    const at = Date.parse(expiresAt);
+    if (Number.isFinite(at)) {
+      expiresInMs = at - serverNowMs;
+      if (expiresInMs <= 0) warnings.push(`authorization expired at ${expiresAt}; ask the project owner to extend it, then re-pair`);
+      else if (expiresInMs < DAY_MS) warnings.push(`authorization expires in ${describeDuration(expiresInMs)} (${expiresAt}); ask the project owner to extend it`);
+    } else {
+      warnings.push(`authorization expires_at '${expiresAt.slice(0, 40)}' is not a time the agent understands`);
+    }
+  }
+  if ((d.channels ?? []).length === 0) warnings.push('the service lists no channels for this device');
+  return { device: deviceFacts(d), scopes, missingScopes, expiresAt, expiresInMs, warnings };
+}
+
+export function describeRateLimit(rl: RateLimitInfo): string | undefined {
+  if (rl.limit === undefined) return undefined;
+  const win = rl.windowMs !== undefined ? ` per ${describeDuration(rl.windowMs)}` : '';
+  return `${rl.remaining ?? '?'} of ${rl.limit} requests left${win}`;
+}
+
+export function describeOffset(ms: number | undefined): string {
+  if (ms === undefined) return 'unknown (the service sent no Date header)';
+  const sign = ms >= 0 ? 'ahead of' : 'behind';
+  const note = Math.abs(ms) > 60_000 ? ' (more than a minute: check NTP)' : '';
+  return `service clock ${(Math.abs(ms) / 1000).toFixed(1)} s ${sign} this unit${note}`;
+}
+
+export interface HumanInput {
+  facts: CheckFacts;
+  meta: ResponseMeta;
+  firmwareVersion: string;
+  firmwareSource: string;
+  profileId: string;
+  profileName: string;
+  credentialsSource: string;
+}
+
+export function humanReport(i: HumanInput): string[] {
+  const { device: dev } = i.facts;
+  const lines = [
+    `paired: ${dev.name ?? '(unnamed)'} (device ${dev.id})`,
+    `project: ${dev.project ?? '(name not sent)'} (id ${dev.project_id ?? 'unknown'})`,
+    `status: ${dev.status ?? 'unknown'}`,
+    `channels: ${dev.channels.length === 0 ? 'none' : dev.channels.map((c) => `${c.name ?? c.id} (${[c.id, c.asset_type, c.status].filter((x) => x !== null).join(', ')})`).join('; ')}`,
+    `scopes: ${DEVICE_SCOPES.map((s) => `${s} ${i.facts.scopes[s] === true ? 'yes' : i.facts.scopes[s] === false ? 'NO' : 'unknown'}`).join(', ')}`,
+    `authorization expires: ${i.facts.expiresAt === null ? 'never' : `${i.facts.expiresAt}${i.facts.expiresInMs !== null && i.facts.expiresInMs > 0 ? ` (in ${describeDuration(i.facts.expiresInMs)})` : ''}`}`,
+    `firmware version sent: ${i.firmwareVersion} (from ${i.firmwareSource})`,
+    `profile: ${i.profileId} (${i.profileName})`,
+    `token: from ${i.credentialsSource}`,
+    `clock: ${describeOffset(i.meta.clockOffsetMs)}`,
+  ];
+  const rl = describeRateLimit(i.meta.rateLimit);
+  if (rl !== undefined) lines.push(`rate limit: ${rl}`);
+  return lines.concat(i.facts.warnings.map((w) => `warning: ${w}`));
+}

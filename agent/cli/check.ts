@@ -1,0 +1,126 @@
+// `c2c-agent check [--json]`: is this unit paired, is its token valid, which
+// project is it linked to, and what does it present (firmware version,
+// profile)? One GET /v2/devices/me; when that fails for a reason other than
+// the token, GET /health tells "service unreachable" from "service up but
+// this call failed", so an installer knows whom to call.
+import { createDeviceApi, type DeviceApiClient } from '../api/client.js';
+import type { ResponseMeta } from '../api/types.js';
+import { loadCredentials } from '../auth/credentials.js';
+import { loadProfiles, selectProfile } from '../config/profiles.js';
+import { loadSettings } from '../config/settings.js';
+import { SystemClock } from '../lib/clock.js';
+import { AgentError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import { checkFacts, humanReport } from './check-report.js';
+import type { CommandContext, CommandOptions } from './command.js';
+import { fail, printJson, printLine } from './output.js';
+import { agentVersion } from './version.js';
+
+export const usage = 'check [--json]';
+export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+
+// Failures whose cause could be the service as a whole rather than this unit.
+const PROBE_HEALTH = new Set(['network', 'server', 'rate-limited', 'protocol', 'not-found']);
+
+/** check logs only requests, at debug and trace: pino is loaded only then. */
+async function makeLogger(level: string): Promise<Logger | undefined> {
+  if (level !== 'debug' && level !== 'trace') return undefined;
+  const [{ createLogger }, { pino }] = await Promise.all([import('../lib/logger.js'), import('pino')]);
+  // stderr: with --json, stdout carries exactly one JSON object.
+  return createLogger(level, pino.destination({ dest: 2, sync: true }));
+}
+
+function metaFacts(meta: Pick<ResponseMeta, 'rateLimit' | 'clockOffsetMs'> | undefined): Record<string, unknown> {
+  return { clockOffsetMs: meta?.clockOffsetMs ?? null, rateLimit: meta?.rateLimit ?? null };
+}
+
+// The probe must not double a wait that already hit the full 30 s limit.
+const HEALTH_PROBE_TIMEOUT_MS = 10_000;
+
+/** Re-states a failed GET /v2/devices/me with what GET /health says about the service. */
+async function explain(err: AgentError, api: DeviceApiClient): Promise<{ err: AgentError; service: string }> {
+  const restate = (prefix: string): AgentError => new AgentError(err.kind, `${prefix}: ${err.message}`, err.details);
+  if (err.kind === 'unauthorized' || err.kind === 'forbidden') return { err: restate('unit not authorized'), service: 'up' };
+  if (!PROBE_HEALTH.has(err.kind)) return { err, service: 'up' };
+  try {
+    await api.health(undefined, HEALTH_PROBE_TIMEOUT_MS);
+    return { err: restate('service is up (GET /health ok) but the device call failed'), service: 'up' };
+  } catch (h) {
+    if (h instanceof AgentError && h.kind === 'network') return { err: restate('service unreachable'), service: 'unreachable' };
+    const why = h instanceof AgentError ? h.message : String(h);
+    return { err: restate(`service answers but is unhealthy (${why})`), service: 'unhealthy' };
+  }
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const facts: Record<string, unknown> = { device: null, firmwareVersion: null, profile: null, clockOffsetMs: null, rateLimit: null };
+  let api: DeviceApiClient | undefined;
+  try {
+    const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
+    facts.firmwareVersion = settings.firmwareVersion;
+    const firmwareSource = settings.sources.firmwareVersion ?? 'default';
+    const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, firmwareSource);
+    facts.profile = profile.id;
+    const warnings: string[] = [];
+    const creds = loadCredentials(settings, (w) => warnings.push(w));
+    const logger = await makeLogger(settings.logLevel);
+    logger?.debug({ firmwareVersion: settings.firmwareVersion, profile: profile.id, credentials: creds.source, timeScale: settings.timeScale }, 'check');
+
+    const clock = new SystemClock(settings.timeScale);
+    api = createDeviceApi({
+      baseUrl: settings.apiUrl,
+      token: creds.accessToken,
+      firmwareVersion: settings.firmwareVersion,
+      agentVersion: agentVersion(),
+      clock,
+      ...(logger ? { logger } : {}),
+    });
+
+    let result;
+    try {
+      result = await api.getDevice();
+    } catch (err) {
+      if (!(err instanceof AgentError)) throw err;
+      if (err.details.rateLimit !== undefined) Object.assign(facts, metaFacts({ rateLimit: err.details.rateLimit, clockOffsetMs: err.details.clockOffsetMs }));
+      const { err: explained, service } = await explain(err, api);
+      facts.service = service;
+      throw explained;
+    }
+    const serverNow = clock.wallNow() + (result.meta.clockOffsetMs ?? 0);
+    const cf = checkFacts(result.value, serverNow);
+    const allWarnings = warnings.concat(cf.warnings);
+    if (ctx.json) {
+      printJson({
+        ok: true,
+        exitCode: 0,
+        device: cf.device,
+        firmwareVersion: settings.firmwareVersion,
+        firmwareSource,
+        profile: profile.id,
+        ...metaFacts(result.meta),
+        scopes: cf.scopes,
+        missingScopes: cf.missingScopes,
+        expiresAt: cf.expiresAt,
+        credentials: creds.source,
+        service: 'up',
+        warnings: allWarnings,
+      });
+    } else {
+      const report = humanReport({
+        facts: { ...cf, warnings: allWarnings },
+        meta: result.meta,
+        firmwareVersion: settings.firmwareVersion,
+        firmwareSource,
+        profileId: profile.id,
+        profileName: profile.name,
+        credentialsSource: creds.source,
+      });
+      printLine(...report);
+    }
+    return 0;
+  } catch (err) {
+    return fail(err, { json: ctx.json, extra: facts });
+  } finally {
+    api?.close();
+  }
+}
