@@ -1,0 +1,123 @@
+import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { buildBundle, ROOT, type Bundle } from './bundle.js';
+
+let bundle: Bundle;
+beforeAll(async () => {
+  bundle = await buildBundle();
+});
+afterAll(() => bundle?.cleanup());
+
+const oneLine = (stderr: string): string => {
+  expect(stderr.endsWith('\n')).toBe(true);
+  expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+  return stderr.trimEnd();
+};
+
+const profile = {
+  id: 'cam',
+  name: 'Camera',
+  minFirmware: '1.0.0',
+  assetType: 'video',
+  heartbeat: { minSeconds: 60, maxSeconds: 120 },
+  channels: [{ key: 'main', name: 'Main', assetType: 'video', deviceModelId: 'm-1', detect: { anyPath: ['dev/video0'] } }],
+  requiredMetadata: [],
+};
+function profilesDir(name: string, files: Record<string, string>): string {
+  const dir = path.join(bundle.dir, name);
+  mkdirSync(dir);
+  for (const [f, text] of Object.entries(files)) writeFileSync(path.join(dir, f), text);
+  return dir;
+}
+
+describe('c2c-agent CLI (built bundle)', () => {
+  it('--version prints the package version', () => {
+    const r = bundle.run(['--version']);
+    const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect([r.status, r.stdout, r.stderr]).toEqual([0, `${pkg.version}\n`, '']);
+  });
+
+  it('--help lists the contract commands', () => {
+    const r = bundle.run(['--help']);
+    expect(r.status).toBe(0);
+    for (const c of ['run', 'check', 'status', 'pair', 'unpair', 'profiles', 'channels', 'queue']) expect(r.stdout).toContain(`c2c-agent ${c}`);
+  });
+
+  it.each([
+    [['frobnicate'], "unknown command 'frobnicate'"],
+    [[], 'missing command'],
+    [['--verbose'], "unknown option '--verbose'"],
+    [['profiles', '--bogus'], "profiles: unknown option '--bogus'"],
+    [['profiles', 'extra'], "profiles: unexpected argument 'extra'"],
+    [['profiles', '--firmware'], "option '--firmware <value>' argument missing"],
+  ])('usage error %j: exit 64, one line on stderr, nothing on stdout', (args, text) => {
+    const r = bundle.run(args);
+    expect(r.status).toBe(64);
+    expect(oneLine(r.stderr)).toContain(text);
+    expect(r.stdout).toBe('');
+  });
+
+  it('profiles --json prints one object with ok, exitCode and the selection', () => {
+    const r = bundle.run(['profiles', '--json', '--firmware', '1.3.0']);
+    expect(r.status).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trimEnd().split('\n')).toHaveLength(1);
+    const out = JSON.parse(r.stdout) as Record<string, any>;
+    expect(out).toMatchObject({ ok: true, exitCode: 0, firmwareVersion: '1.3.0', firmwareSource: '--firmware', selected: 'audio-2ch', profilesDir: null });
+    expect(out.profiles.map((p: any) => p.id)).toEqual(['generic', 'cam-1080', 'audio-2ch', 'multi-av-tc', 'cam-4k']);
+    expect(out.profiles.filter((p: any) => p.selected).map((p: any) => p.id)).toEqual(['audio-2ch']);
+    expect(out.profiles[2]).toMatchObject({ range: '>=1.2.0 <1.5.0', assetType: 'audio', file: 'firmware-profiles/audio-2ch.json' });
+    expect(out.profiles[2].channels.map((c: any) => c.key)).toEqual(['input-1', 'input-2']);
+  });
+
+  it('profiles without --firmware uses the configured firmware version', () => {
+    const r = bundle.run(['profiles', '--json'], { env: { C2C_FIRMWARE_VERSION: '2.0.0' } });
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, selected: 'cam-4k', firmwareSource: 'environment C2C_FIRMWARE_VERSION' });
+    const human = bundle.run(['profiles']);
+    expect(human.status).toBe(0);
+    expect(human.stdout).toContain('firmware 0.0.0 (from default) selects generic');
+  });
+
+  it('profiles works from a lone copy of the bundle with no node_modules', () => {
+    const lone = path.join(bundle.dir, 'lone');
+    mkdirSync(lone);
+    writeFileSync(path.join(lone, 'c2c-agent.mjs'), readFileSync(bundle.file));
+    const r = bundle.run(['profiles', '--json'], { cwd: lone, file: path.join(lone, 'c2c-agent.mjs') });
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, exitCode: 0, selected: 'generic' });
+  });
+
+  it('a broken profile: exit 78 naming file and field, in human and JSON form', () => {
+    const bad = { ...profile, heartbeat: { minSeconds: 30, maxSeconds: 120 } };
+    const dir = profilesDir('broken', { 'cam.json': JSON.stringify(bad) });
+    const r = bundle.run(['profiles', '--profiles-dir', dir]);
+    expect(r.status).toBe(78);
+    expect(oneLine(r.stderr)).toBe(`c2c-agent: ${path.join(dir, 'cam.json')}: /heartbeat/minSeconds must be >= 60, got 30`);
+    const j = bundle.run(['profiles', '--json'], { env: { C2C_PROFILES_DIR: dir } });
+    expect(j.status).toBe(78);
+    expect(JSON.parse(j.stdout)).toEqual({ ok: false, exitCode: 78, error: { kind: 'config', message: `${path.join(dir, 'cam.json')}: /heartbeat/minSeconds must be >= 60, got 30` } });
+  });
+
+  it('invalid JSON in a profile, and a firmware no profile covers', () => {
+    const dir = profilesDir('mixed', { 'a.json': JSON.stringify(profile), 'b.json': '{"id": ' });
+    const r = bundle.run(['profiles', '--profiles-dir', dir]);
+    expect([r.status, oneLine(r.stderr)]).toEqual([78, expect.stringContaining(`${path.join(dir, 'b.json')}: invalid JSON`)]);
+    const only = profilesDir('only', { 'a.json': JSON.stringify(profile) });
+    const j = bundle.run(['profiles', '--json', '--firmware', '0.9.0', '--profiles-dir', only]);
+    expect(j.status).toBe(78);
+    expect(oneLine(j.stderr)).toContain("no firmware profile covers firmware '0.9.0' (from --firmware)");
+    expect(JSON.parse(j.stdout)).toMatchObject({ ok: false, exitCode: 78, selected: null, profiles: [{ id: 'cam' }], error: { kind: 'config' } });
+  });
+
+  it('settings errors reach the CLI as exit 78 naming the source', () => {
+    const r = bundle.run(['profiles', '--firmware', 'v1.2']);
+    expect([r.status, oneLine(r.stderr)]).toEqual([78, "c2c-agent: firmware version 'v1.2' from --firmware is not strict semver (expected MAJOR.MINOR.PATCH, e.g. 1.4.2)"]);
+    const cfg = path.join(bundle.dir, 'bad-config.json');
+    writeFileSync(cfg, JSON.stringify({ apiUrl: 'https://a.example', colour: 'blue' }));
+    const c = bundle.run(['profiles', '--config', cfg]);
+    expect([c.status, oneLine(c.stderr)]).toEqual([78, expect.stringContaining(`config ${cfg}: unknown key 'colour'`)]);
+    const missing = bundle.run(['profiles'], { env: { C2C_CONFIG: path.join(bundle.dir, 'nope.json') } });
+    expect([missing.status, oneLine(missing.stderr)]).toEqual([78, `c2c-agent: cannot read config file ${path.join(bundle.dir, 'nope.json')} (ENOENT)`]);
+  });
+});
