@@ -5,4 +5,6 @@ import type { CommandModule } from './command.js';
 export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   check: () => import('./check.js'),
   profiles: () => import('./profiles.js'),
+  run: () => import('./run.js'),
+  status: () => import('./status.js'),
 };

@@ -1,0 +1,130 @@
+// `c2c-agent run`: the daemon in the foreground, as systemd runs it
+// (Type=notify). Wires settings, profile, credentials, the api client, the
+// controller, the runtime-dir files and systemd; owns the signals.
+import { statSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { loadSettings } from '../config/settings.js';
+import { loadProfiles, selectProfile } from '../config/profiles.js';
+import { loadCredentials, type Credentials } from '../auth/credentials.js';
+import { createDeviceApi } from '../api/client.js';
+import { SystemClock } from '../lib/clock.js';
+import { createLogger } from '../lib/logger.js';
+import { Controller } from '../daemon/controller.js';
+import { clampBounds } from '../daemon/heartbeat-policy.js';
+import { createAttemptStore, createStatusSink, procStartOf, readLastAttempt } from '../daemon/live-status.js';
+import { statusLine } from '../daemon/snapshot.js';
+import { createSystemdNotifier, Watchdog } from '../daemon/systemd.js';
+import type { CommandContext, CommandOptions } from './command.js';
+import { agentVersion } from './version.js';
+
+export const usage = 'run';
+export const options = {} satisfies CommandOptions;
+
+/** systemd gives us 5 s (TimeoutStopSec) before SIGKILL: leave room to spare. */
+const HARD_EXIT_MS = 4_500;
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const settings = loadSettings(ctx.settingsOptions, ctx.env);
+  const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
+  const logger = createLogger(settings.logLevel);
+  const clock = new SystemClock(settings.timeScale);
+  const version = agentVersion();
+  await mkdir(settings.runtimeDir, { recursive: true, mode: 0o700 });
+
+  let creds: Credentials | undefined;
+  const warn = (message: string): void => logger.warn(message);
+  const api = createDeviceApi({
+    baseUrl: settings.apiUrl,
+    token: () => creds?.accessToken,
+    firmwareVersion: settings.firmwareVersion,
+    agentVersion: version,
+    clock,
+    logger,
+  });
+  const fileBased = settings.token === undefined || settings.token === '';
+  const fingerprint = (): string | undefined => {
+    try {
+      const st = statSync(settings.tokenFile);
+      return `${st.ino}:${st.size}:${st.mtimeMs}`;
+    } catch {
+      return undefined;
+    }
+  };
+
+  const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
+  const statusSink = createStatusSink(settings.runtimeDir, logWriteError('status'));
+  const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
+  const notifier = createSystemdNotifier(process.env, undefined, (err) => logger.warn({ err: String(err) }, 'systemd-notify failed'));
+
+  const controller: Controller = new Controller({
+    clock,
+    random: Math.random,
+    logger,
+    api,
+    reloadCredentials: () => {
+      creds = undefined;
+      creds = loadCredentials(settings, warn);
+    },
+    ...(fileBased && { credentialsFingerprint: fingerprint }),
+    bounds: clampBounds(profile.heartbeat),
+    lastAttempt: readLastAttempt(settings.runtimeDir, settings.timeScale),
+    persistAttempt: (rec) => attempts.save(rec),
+    publish: (snap) => {
+      statusSink.write(snap);
+      if (notifier.enabled) void notifier.status(statusLine(snap, clock.now()));
+    },
+    info: {
+      firmwareVersion: settings.firmwareVersion,
+      profile: profile.id,
+      agentVersion: version,
+      timeScale: settings.timeScale,
+      pid: process.pid,
+      ...(procStartOf(process.pid) !== undefined && { procStart: procStartOf(process.pid) as string }),
+    },
+  });
+
+  const watchdog = new Watchdog(notifier, () => controller.isHealthy());
+  // Timers come and go with the state; this keeps the loop alive between them until a signal.
+  const keepAlive = setInterval(() => {}, 3_600_000);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'stopping');
+      // Whatever hangs (a stuck socket, a slow disk), systemd must see us gone within 5 s.
+      const hard = setTimeout(() => {
+        logger.warn('clean shutdown took too long; exiting anyway');
+        process.exit(0);
+      }, HARD_EXIT_MS);
+      void (async () => {
+        void notifier.stopping();
+        watchdog.stop();
+        await controller.stop();
+        await Promise.allSettled([statusSink.flush(), attempts.flush()]);
+        api.close();
+        await notifier.idle();
+        clearInterval(keepAlive);
+        clearTimeout(hard);
+        for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.removeAllListeners(s);
+        // A handle someone forgot must not keep a stopped daemon alive.
+        setTimeout(() => process.exit(0), 500).unref();
+        resolve(0);
+      })();
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    process.on('SIGHUP', () => controller.reload());
+    process.on('unhandledRejection', (err) => logger.error({ err: String(err) }, 'unhandled rejection (a bug); carrying on'));
+
+    controller.start();
+    // READY does not wait for the network: start-up is done once the loop runs.
+    void notifier.ready(controller.statusLine());
+    watchdog.start();
+    logger.info(
+      { apiUrl: settings.apiUrl, firmwareVersion: settings.firmwareVersion, profile: profile.id, timeScale: settings.timeScale, runtimeDir: settings.runtimeDir },
+      'daemon started',
+    );
+  });
+}

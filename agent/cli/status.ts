@@ -1,0 +1,90 @@
+// `c2c-agent status [--json]`: the running daemon's state, read from the
+// runtime dir, no network. A status file whose daemon is gone (crashed,
+// killed, stopped) is reported as such with exit 69.
+import { loadSettings } from '../config/settings.js';
+import { SystemClock } from '../lib/clock.js';
+import { AgentError, EXIT } from '../lib/errors.js';
+import { procStartOf, readStatus, statusFile } from '../daemon/live-status.js';
+import { formatDuration, type DaemonSnapshot } from '../daemon/snapshot.js';
+import type { CommandContext, CommandOptions } from './command.js';
+import { fail, printJson, printLine } from './output.js';
+
+export const usage = 'status [--json] [--runtime-dir DIR]';
+export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+
+/** The daemon behind a status file is alive: its pid exists and is still the same process. */
+export function daemonAlive(snap: DaemonSnapshot): boolean {
+  if (snap.state === 'stopped') return false;
+  try {
+    process.kill(snap.pid, 0);
+  } catch (err) {
+    // EPERM: alive, but another user's (root running status for the service user is the other way round).
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const now = procStartOf(snap.pid);
+  return snap.procStart === undefined || now === undefined || now === snap.procStart;
+}
+
+function ago(mono: number, now: number): string {
+  const d = now - mono;
+  return d >= 0 ? `${formatDuration(d)} ago` : `in ${formatDuration(-d)}`;
+}
+
+function humanBlock(s: DaemonSnapshot, now: number): string[] {
+  const lines = [`state:       ${s.state}${s.reason ? ` (${s.reason})` : ''}, since ${s.since.at} (${ago(s.since.monotonic, now)})`];
+  if (s.device) {
+    const project = s.project ? ` in project ${s.project.name ?? '?'}${s.project.id ? ` (${s.project.id})` : ''}` : '';
+    lines.push(`device:      ${s.device.name ?? '?'} (${s.device.id})${project}`);
+  }
+  if (s.lastHeartbeat) {
+    const h = s.lastHeartbeat;
+    lines.push(`heartbeat:   last ${h.at} (${ago(h.monotonic, now)}): ${h.result}${h.status ? ` ${h.status}` : ''}${h.error ? `, ${h.error}` : ''}`);
+  }
+  if (s.nextHeartbeat) lines.push(`next:        heartbeat ${ago(s.nextHeartbeat.monotonic, now)} (about ${s.nextHeartbeat.at})`);
+  else if (s.nextCheck) lines.push(`next:        credentials check ${ago(s.nextCheck.monotonic, now)}`);
+  lines.push(`failures:    ${s.consecutiveFailures} in a row`);
+  const rl = s.rateLimit;
+  if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
+    lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
+  }
+  if (s.clockOffsetMs !== undefined) lines.push(`clock:       service is ${(s.clockOffsetMs / 1000).toFixed(1)} s ahead of this device`);
+  lines.push(
+    `agent:       ${s.agentVersion}, pid ${s.pid}, started ${s.started.at}, firmware ${s.firmwareVersion}, profile ${s.profile ?? 'none'}` +
+      (s.timeScale !== 1 ? `, time scale ${s.timeScale}` : ''),
+  );
+  return lines;
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
+  const file = statusFile(settings.runtimeDir);
+  const read = readStatus(settings.runtimeDir);
+  if (read.kind === 'missing') {
+    return fail(new AgentError('unavailable', `daemon not running (no status file ${file}); start it with \`systemctl start c2c-agent\``), {
+      json: ctx.json,
+      extra: { running: false, statusFile: file },
+    });
+  }
+  if (read.kind === 'unreadable') {
+    return fail(new AgentError('unavailable', `daemon status unknown: cannot read ${file} (${read.error})`), {
+      json: ctx.json,
+      extra: { running: false, statusFile: file },
+    });
+  }
+  const snap = read.snapshot;
+  const now = new SystemClock(snap.timeScale > 0 ? snap.timeScale : 1).now();
+  if (!daemonAlive(snap)) {
+    const message =
+      snap.state === 'stopped'
+        ? `daemon not running (stopped at ${snap.since.at})`
+        : `daemon not running (pid ${snap.pid} gone; last state ${snap.state} at ${snap.updated.at})`;
+    return fail(new AgentError('unavailable', message), { json: ctx.json, extra: { running: false, statusFile: file, last: snap } });
+  }
+  if (ctx.json) {
+    const nextInMs = snap.nextHeartbeat ? Math.round(snap.nextHeartbeat.monotonic - now) : undefined;
+    printJson({ ok: true, exitCode: EXIT.ok, running: true, ...snap, ...(nextInMs !== undefined && { nextHeartbeatInMs: nextInMs }) });
+  } else {
+    printLine(...humanBlock(snap, now));
+  }
+  return EXIT.ok;
+}

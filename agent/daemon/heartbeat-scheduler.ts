@@ -1,0 +1,214 @@
+// One heartbeat loop: at most one request in flight, one timer armed, all
+// times from the injected monotonic clock (a wall-clock jump changes nothing).
+// The timing rules live in heartbeat-policy.ts; this file owns the I/O.
+import type { Clock, Timer } from '../lib/clock.js';
+import { AgentError } from '../lib/errors.js';
+import type { ApiResult } from '../api/types.js';
+import {
+  ATTEMPT_GUARD_MS,
+  earliestNext,
+  lastEndOf,
+  nextAfterFailure,
+  nextAfterRateLimit,
+  nextAfterSuccess,
+  probeDelay,
+  type AttemptRecord,
+  type Bounds,
+} from './heartbeat-policy.js';
+
+export type HeartbeatResult = 'ok' | 'paused' | 'rate-limited' | 'failed' | 'aborted';
+
+export interface HeartbeatOutcome {
+  result: HeartbeatResult;
+  startedAt: number;
+  endedAt: number;
+  /** The next attempt, agent-monotonic. */
+  nextAt: number;
+  consecutiveFailures: number;
+  error?: AgentError;
+  meta?: ApiResult<void>['meta'];
+}
+
+export interface HeartbeatTransport {
+  heartbeat(signal: AbortSignal): Promise<ApiResult<void>>;
+  health(signal: AbortSignal): Promise<unknown>;
+}
+
+export interface SchedulerOptions {
+  clock: Clock;
+  random: () => number;
+  transport: HeartbeatTransport;
+  bounds: Bounds;
+  /** The previous attempt, from this process or (via the runtime dir) the one before it. */
+  lastAttempt?: AttemptRecord | undefined;
+  /** Saves the attempt record before each request and after it ends. */
+  persist: (rec: AttemptRecord) => Promise<void>;
+  onOutcome: (o: HeartbeatOutcome) => void;
+}
+
+export class HeartbeatScheduler {
+  private running = false;
+  private timer: Timer | undefined;
+  private inFlight: { ac: AbortController; since: number; done: Promise<void> } | undefined;
+  private last: AttemptRecord | undefined;
+  private nextAt = 0;
+  private probeAt: number | undefined;
+  private probes = 0;
+  private failures = 0;
+  private rateLimits = 0;
+
+  constructor(private readonly o: SchedulerOptions) {}
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    const now = this.o.clock.now();
+    this.last = this.o.lastAttempt;
+    // No backlog: the first heartbeat goes as soon as the spacing allows.
+    this.nextAt = Math.max(now, earliestNext(lastEndOf(this.last, now)));
+    this.arm();
+  }
+
+  /** Cancels the timer and aborts the request in flight; resolves once it has settled. */
+  async stop(): Promise<void> {
+    this.running = false;
+    this.timer?.cancel();
+    this.timer = undefined;
+    const f = this.inFlight;
+    if (f) {
+      f.ac.abort(new AgentError('network', 'heartbeat aborted: stopping', { code: 'ABORTED' }));
+      await f.done;
+    }
+  }
+
+  get lastAttempt(): AttemptRecord | undefined {
+    return this.last;
+  }
+
+  /** What the health check and the status need: is something due, and when. */
+  view(): { running: boolean; nextAt: number | undefined; probeAt: number | undefined; inFlightSince: number | undefined } {
+    return {
+      running: this.running,
+      nextAt: this.running ? this.nextAt : undefined,
+      probeAt: this.running ? this.probeAt : undefined,
+      inFlightSince: this.inFlight?.since,
+    };
+  }
+
+  private arm(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    if (!this.running || this.inFlight) return;
+    const due = Math.min(this.nextAt, this.probeAt ?? Infinity);
+    this.timer = this.o.clock.setTimer(() => this.fire(), Math.max(0, due - this.o.clock.now()));
+  }
+
+  private fire(): void {
+    this.timer = undefined;
+    if (!this.running || this.inFlight) return;
+    const now = this.o.clock.now();
+    // A real timer may fire a hair early after --time-scale rounding: re-arm for the rest.
+    if (now >= this.nextAt) this.track((ac) => this.beat(ac));
+    else if (this.probeAt !== undefined && now >= this.probeAt) this.track((ac) => this.probe(ac));
+    else this.arm();
+  }
+
+  private track(work: (ac: AbortController) => Promise<void>): void {
+    const ac = new AbortController();
+    const entry = { ac, since: this.o.clock.now(), done: Promise.resolve() };
+    this.inFlight = entry;
+    entry.done = work(ac).finally(() => {
+      this.inFlight = undefined;
+      this.arm();
+    });
+  }
+
+  /** Runs one request with our own guard timer, settling even if the transport ignores the signal. */
+  private guarded<T>(ac: AbortController, call: (s: AbortSignal) => Promise<T>): Promise<T> {
+    const guard = this.o.clock.setTimer(
+      () => ac.abort(new AgentError('network', 'request timed out', { code: 'ETIMEDOUT' })),
+      ATTEMPT_GUARD_MS,
+    );
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = (): void => reject(ac.signal.reason);
+      if (ac.signal.aborted) return onAbort();
+      ac.signal.addEventListener('abort', onAbort, { once: true });
+      call(ac.signal).then(resolve, reject);
+    }).finally(() => guard.cancel());
+  }
+
+  private async beat(ac: AbortController): Promise<void> {
+    const planned: AttemptRecord = { startedAt: this.o.clock.now() };
+    // Written BEFORE the request: a restart must see this attempt even if we die during it.
+    await this.o.persist(planned).catch(() => undefined);
+    if (ac.signal.aborted) return;
+    const startedAt = planned.startedAt;
+    let outcome: Omit<HeartbeatOutcome, 'nextAt' | 'consecutiveFailures' | 'endedAt'>;
+    try {
+      const res = await this.guarded(ac, (s) => this.o.transport.heartbeat(s));
+      outcome = { result: 'ok', startedAt, meta: res.meta };
+    } catch (err) {
+      const error = err instanceof AgentError ? err : new AgentError('internal', String(err));
+      const result: HeartbeatResult = !this.running
+        ? 'aborted'
+        : error.kind === 'paused'
+          ? 'paused'
+          : error.kind === 'rate-limited'
+            ? 'rate-limited'
+            : 'failed';
+      outcome = { result, startedAt, error };
+    }
+    const endedAt = this.o.clock.now();
+    this.last = { startedAt, endedAt };
+    await this.o.persist(this.last).catch(() => undefined);
+    if (!this.running) return;
+    this.schedule(outcome, endedAt);
+  }
+
+  private schedule(o: Omit<HeartbeatOutcome, 'nextAt' | 'consecutiveFailures' | 'endedAt'>, endedAt: number): void {
+    const r = this.o.random;
+    this.probeAt = undefined;
+    if (o.result === 'ok' || o.result === 'paused') {
+      // A paused device is still answered by the service: keep it shown as alive.
+      this.failures = 0;
+      this.rateLimits = 0;
+      this.nextAt = nextAfterSuccess(this.o.bounds, o.startedAt, endedAt, r);
+    } else if (o.result === 'rate-limited') {
+      this.rateLimits++;
+      this.nextAt = nextAfterRateLimit(this.rateLimits, endedAt, o.error?.details.retryAfterMs, r);
+    } else {
+      this.failures++;
+      this.rateLimits = 0;
+      this.nextAt = nextAfterFailure(this.failures, endedAt, r);
+      // Unreachable: watch for the network to come back with cheap health probes, so
+      // the one heartbeat after reconnection goes out as soon as the spacing allows.
+      if (o.error?.kind === 'network') {
+        this.probes = 0;
+        this.probeAt = earliestNext(endedAt);
+      }
+    }
+    const failures = o.result === 'rate-limited' ? this.rateLimits : this.failures;
+    this.o.onOutcome({ ...o, endedAt, nextAt: this.nextAt, consecutiveFailures: failures });
+  }
+
+  private async probe(ac: AbortController): Promise<void> {
+    let reachable: boolean;
+    try {
+      await this.guarded(ac, (s) => this.o.transport.health(s));
+      reachable = true;
+    } catch (err) {
+      // Any HTTP answer, even an error, means the network is back.
+      reachable = !(err instanceof AgentError && err.kind === 'network') && !ac.signal.aborted;
+    }
+    if (!this.running) return;
+    const now = this.o.clock.now();
+    if (reachable) {
+      this.probeAt = undefined;
+      this.nextAt = Math.max(now, earliestNext(lastEndOf(this.last, now)));
+    } else {
+      this.probes++;
+      const at = now + probeDelay(this.probes, this.o.random);
+      this.probeAt = at < this.nextAt ? at : undefined;
+    }
+  }
+}

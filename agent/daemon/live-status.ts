@@ -1,0 +1,133 @@
+// The runtime dir (tmpfs, cleared at boot): status.json for `c2c-agent
+// status` and last-heartbeat.json for the next process's 60 s rule. Nothing
+// here goes to the state dir, so a healthy camera never writes to its SD card.
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../lib/atomic-write.js';
+import type { AttemptRecord } from './heartbeat-policy.js';
+import type { DaemonSnapshot } from './snapshot.js';
+
+export const STATUS_FILE = 'status.json';
+export const ATTEMPT_FILE = 'last-heartbeat.json';
+// Status holds no secret and `status` may be run by an operator of the
+// group; the runtime dir's own 0700 mode is what keeps strangers out.
+const STATUS_MODE = 0o644;
+
+/**
+ * Writes snapshots one at a time, newest wins: a burst of transitions
+ * coalesces into one write, and an older snapshot never lands after a newer one.
+ */
+export class FileSink<T> {
+  private pending: T | undefined;
+  private writing: Promise<void> | undefined;
+
+  constructor(
+    readonly file: string,
+    private readonly onError: (err: unknown) => void = () => {},
+    private readonly mode = STATUS_MODE,
+  ) {}
+
+  write(value: T): void {
+    this.pending = value;
+    if (!this.writing) this.writing = this.drain();
+  }
+
+  /** Resolves once everything written so far is on disk. */
+  async flush(): Promise<void> {
+    while (this.writing) await this.writing;
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.pending !== undefined) {
+        const value = this.pending;
+        this.pending = undefined;
+        try {
+          await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+          await writeFileAtomic(this.file, `${JSON.stringify(value, null, 2)}\n`, { mode: this.mode, durable: false });
+        } catch (err) {
+          this.onError(err);
+        }
+      }
+    } finally {
+      this.writing = undefined;
+    }
+  }
+}
+
+export function statusFile(runtimeDir: string): string {
+  return path.join(runtimeDir, STATUS_FILE);
+}
+
+export function createStatusSink(runtimeDir: string, onError?: (err: unknown) => void): FileSink<DaemonSnapshot> {
+  return new FileSink<DaemonSnapshot>(statusFile(runtimeDir), onError);
+}
+
+/** The attempt record as saved: monotonic times only mean something with the same time scale. */
+interface SavedAttempt extends AttemptRecord {
+  timeScale: number;
+  pid: number;
+}
+
+export function createAttemptStore(runtimeDir: string, timeScale: number, onError?: (err: unknown) => void) {
+  const sink = new FileSink<SavedAttempt>(path.join(runtimeDir, ATTEMPT_FILE), onError, 0o600);
+  return {
+    async save(rec: AttemptRecord): Promise<void> {
+      sink.write({ ...rec, timeScale, pid: process.pid });
+      await sink.flush();
+    },
+    flush: () => sink.flush(),
+  };
+}
+
+/** The previous process's last attempt; a missing or unreadable file means none. */
+export function readLastAttempt(runtimeDir: string, timeScale: number): AttemptRecord | undefined {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path.join(runtimeDir, ATTEMPT_FILE), 'utf8'));
+  } catch {
+    return undefined;
+  }
+  if (raw === null || typeof raw !== 'object') return undefined;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.startedAt !== 'number' || !Number.isFinite(r.startedAt)) return undefined;
+  const scale = typeof r.timeScale === 'number' && r.timeScale > 0 ? r.timeScale : timeScale;
+  // Monotonic times are boot-origin hrtime times the scale: rescaling is exact.
+  const rec: AttemptRecord = { startedAt: (r.startedAt / scale) * timeScale };
+  if (typeof r.endedAt === 'number' && Number.isFinite(r.endedAt)) rec.endedAt = (r.endedAt / scale) * timeScale;
+  return rec;
+}
+
+export type StatusRead = { kind: 'missing' } | { kind: 'unreadable'; error: string } | { kind: 'ok'; snapshot: DaemonSnapshot };
+
+export function readStatus(runtimeDir: string): StatusRead {
+  let text: string;
+  try {
+    text = readFileSync(statusFile(runtimeDir), 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? { kind: 'missing' } : { kind: 'unreadable', error: code ?? String(err) };
+  }
+  try {
+    const snap = JSON.parse(text) as DaemonSnapshot;
+    if (snap === null || typeof snap !== 'object' || typeof snap.state !== 'string' || typeof snap.pid !== 'number') {
+      return { kind: 'unreadable', error: 'not a status file' };
+    }
+    return { kind: 'ok', snapshot: snap };
+  } catch {
+    return { kind: 'unreadable', error: 'not JSON' };
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat: the process start time, which tells a reused pid from ours. */
+export function procStartOf(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return rest[19];
+  } catch {
+    return undefined;
+  }
+}
