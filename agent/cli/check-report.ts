@@ -72,7 +72,6 @@ export function checkFacts(d: Device, serverNowMs: number): CheckFacts {
       warnings.push(`authorization expires_at '${expiresAt.slice(0, 40)}' is not a time the agent understands`);
     }
   }
-  if ((d.channels ?? []).length === 0) warnings.push('the service lists no channels for this device');
   return { device: deviceFacts(d), scopes, missingScopes, expiresAt, expiresInMs, warnings };
 }
 
