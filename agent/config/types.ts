@@ -5,6 +5,7 @@ export type SettingSource = 'option' | 'environment' | 'config' | 'default' | 'f
 
 export interface Settings {
   configFile: string;
+  /** '' only when loaded with requireApiUrl: false (profiles, status) and none was set. */
   apiUrl: string;
   tokenFile: string;
   /** From C2C_TOKEN: an access token given directly, no refresh possible. */
@@ -14,6 +15,7 @@ export interface Settings {
   clientSecretFile?: string;
   stateDir: string;
   runtimeDir: string;
+  /** '' means the profiles shipped with the agent: pass it to loadProfiles() as is. */
   profilesDir: string;
   hostRoot: string;
   timeScale: number;
