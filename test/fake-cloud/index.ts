@@ -1,0 +1,237 @@
+// startFakeCloud: the in-process fake of the service's device API.
+// See README.md in this folder for the interface other tests rely on.
+import { createServer } from 'node:http';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import { CloudState, makeClock, secret } from './state.js';
+import { RateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
+import type { RateLimitOptions } from './rate-limit.js';
+import { Referee } from './referee.js';
+import type { RefereeReport } from './referee.js';
+import { FaultSet } from './faults.js';
+import type { Fault } from './faults.js';
+import { Pipeline } from './pipeline.js';
+import type { JournalEntry } from './pipeline.js';
+import { Router } from './router.js';
+import { coreRoutes } from './core.js';
+import { Pairing, pairingRoutes } from './pairing.js';
+import { channelRoutes } from './channels.js';
+import { Uploads, STORAGE_PREFIX } from './uploads.js';
+import type { AssetView } from './uploads.js';
+import { startAdmin } from './admin.js';
+
+export type { Fault, FaultKind } from './faults.js';
+export type { JournalEntry } from './pipeline.js';
+export type { RefereeReport } from './referee.js';
+export type { AssetView } from './uploads.js';
+
+export interface FakeCloudOptions {
+  /** Seeded, paired devices (default 1). */
+  devices?: number;
+  /** API port, 0 = ephemeral (default). */
+  port?: number;
+  /** Admin port, 0 = ephemeral (default). */
+  adminPort?: number;
+  /** Same meaning as the agent's --time-scale (default 1). */
+  timeScale?: number;
+  /** Replaces performance.now() * timeScale: agent-time ms since start (unit tests). */
+  clock?: () => number;
+  /** Source of randomness for fault fractions (default Math.random). */
+  random?: () => number;
+  tokenLifetimeSeconds?: number;
+  refreshLifetimeSeconds?: number;
+  /** Approve pairing codes automatically after this many agent seconds. */
+  autoApproveSeconds?: number;
+  rateLimit?: RateLimitOptions;
+  /** The device model's client secret (default: random, see FakeCloud.clientSecret). */
+  clientSecret?: string;
+  /** Upper bound of one presigned upload part (default 5 MiB). */
+  uploadPartBytes?: number;
+  /** The journal keeps at most this many entries (default 100000). */
+  journalLimit?: number;
+}
+
+export interface SeededDevice {
+  id: string;
+  name: string;
+  clientId: string;
+  clientSecret: string;
+  accessToken: string;
+  refreshToken: string;
+  projectId: string;
+  projectName: string;
+}
+
+export interface FaultHandle {
+  id: number;
+  remove(): void;
+}
+
+export interface FakeCloudControl {
+  refuseConnections(): void;
+  acceptConnections(): Promise<void>;
+  addFault(fault: Fault): FaultHandle;
+  removeFault(id: number): boolean;
+  clearFaults(): void;
+  listFaults(): Array<Fault & { id: number; hits: number }>;
+  revokeTokens(deviceId: string): void;
+  pause(deviceId: string): void;
+  unpause(deviceId: string): void;
+  /** The person approving a pairing user code; false when no pending code matches. */
+  approve(userCode: string): boolean;
+}
+
+export interface FakeCloud {
+  url: string;
+  adminUrl: string;
+  clientSecret: string;
+  devices: SeededDevice[];
+  journal: JournalEntry[];
+  /** Fake agent-time ms since start, the clock of the journal and the referee. */
+  now(): number;
+  referee(deviceId: string): RefereeReport;
+  device(deviceId: string): Record<string, unknown> | undefined;
+  /** Device id paired for a client_id, if any. */
+  deviceIdForClient(clientId: string): string | undefined;
+  asset(assetId: string): AssetView | undefined;
+  control: FakeCloudControl;
+  close(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, HOST, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<FakeCloud> {
+  const timeScale = options.timeScale ?? 1;
+  if (!(timeScale > 0)) throw new Error('timeScale must be > 0');
+  const clock = makeClock(timeScale, options.clock);
+  const clientSecret = options.clientSecret ?? secret('fcs');
+  const state = new CloudState(clock, {
+    tokenLifetimeSeconds: options.tokenLifetimeSeconds ?? 28800,
+    refreshLifetimeSeconds: options.refreshLifetimeSeconds ?? 14 * 24 * 3600,
+    clientSecret,
+  });
+  const referee = new Referee(timeScale, clock.now);
+  const faults = new FaultSet(options.random);
+  const journal: JournalEntry[] = [];
+  const router = new Router();
+  const pairing = new Pairing(state, clock, options.autoApproveSeconds);
+  pairing.onRevoke = (deviceId) => referee.disturbed(deviceId, clock.now());
+  const uploads = new Uploads(state, clock, options.uploadPartBytes ?? 5 * 1024 * 1024);
+  coreRoutes(router, state);
+  pairingRoutes(router, pairing);
+  channelRoutes(router, state);
+  uploads.routes(router);
+
+  const pipeline = new Pipeline({
+    clock,
+    state,
+    router,
+    limiter: new RateLimiter(options.rateLimit ?? DEFAULT_RATE_LIMIT),
+    faults,
+    referee,
+    journal,
+    journalLimit: options.journalLimit ?? 100_000,
+    storagePrefix: STORAGE_PREFIX,
+    storage: (req, res, entry, hits) => uploads.storage(req, res, entry, hits, pipeline),
+  });
+
+  const seeded: SeededDevice[] = [];
+  for (let i = 0; i < (options.devices ?? 1); i++) {
+    const clientId = randomUUID();
+    const d = state.createDevice(clientId, ['asset_create', 'offline', 'device_connect'], `Fake Camera ${i + 1}`);
+    const tokens = state.issueTokens(d.id, true);
+    seeded.push({
+      id: d.id,
+      name: d.name,
+      clientId,
+      clientSecret,
+      accessToken: tokens.access_token,
+      refreshToken: tokens.refresh_token!,
+      projectId: d.projectId,
+      projectName: d.projectName,
+    });
+  }
+
+  const server = createServer({ keepAliveTimeout: 5000 }, pipeline.handle);
+  const port = await listen(server, options.port ?? 0);
+  let listening = true;
+  let closing = false;
+
+  const stopListening = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (!listening) return resolve();
+      listening = false;
+      server.close(() => resolve());
+      // Keep-alive sockets would otherwise keep serving a "refused" client.
+      server.closeAllConnections();
+    });
+
+  const deviceOrThrow = (id: string) => {
+    const d = state.devices.get(id);
+    if (!d) throw new Error(`unknown device ${id}`);
+    return d;
+  };
+
+  const control: FakeCloudControl = {
+    refuseConnections() {
+      referee.refused();
+      void stopListening();
+    },
+    async acceptConnections() {
+      if (listening || closing) return;
+      await listen(server, port);
+      listening = true;
+      referee.accepted();
+    },
+    addFault: (fault) => faults.add(fault),
+    removeFault: (id) => faults.remove(id),
+    clearFaults: () => faults.clear(),
+    listFaults: () => faults.list(),
+    revokeTokens(deviceId) {
+      deviceOrThrow(deviceId);
+      state.revokeDevice(deviceId);
+      referee.disturbed(deviceId, clock.now());
+    },
+    pause(deviceId) {
+      deviceOrThrow(deviceId).paused = true;
+    },
+    unpause(deviceId) {
+      deviceOrThrow(deviceId).paused = false;
+    },
+    approve: (userCode) => pairing.approve(userCode),
+  };
+
+  const cloud: FakeCloud = {
+    url: `http://${HOST}:${port}`,
+    adminUrl: '',
+    clientSecret,
+    devices: seeded,
+    journal,
+    now: clock.now,
+    referee: (id) => referee.report(id),
+    device: (id) => state.deviceJson(id),
+    deviceIdForClient: (clientId) => state.byClientId.get(clientId),
+    asset: (id) => uploads.view(id),
+    control,
+    close: async () => {
+      if (closing) return;
+      closing = true;
+      pipeline.close();
+      await Promise.all([stopListening(), admin.close()]);
+    },
+  };
+  const admin = await startAdmin(cloud, HOST, options.adminPort ?? 0);
+  cloud.adminUrl = admin.url;
+  return cloud;
+}
