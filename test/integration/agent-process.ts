@@ -1,0 +1,170 @@
+// The built bundle as a real child process, the way systemd runs it: these
+// helpers start `node dist/c2c-agent.mjs run`, read `status --json`, and make
+// sure no child outlives its test.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export const ROOT = resolve('.');
+export const BUNDLE = join(ROOT, 'dist/c2c-agent.mjs');
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Builds the bundle unless it is newer than every source file. Jest runs
+ * test files in parallel workers, so a directory lock keeps two builds from
+ * writing dist/ at once.
+ */
+export async function ensureBuilt(): Promise<void> {
+  const lock = join(ROOT, 'dist/.integration-build-lock');
+  mkdirSync(join(ROOT, 'dist'), { recursive: true });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${lock} held for 2 minutes; remove it if no build is running`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+  try {
+    const sources = Math.max(newestMtime(join(ROOT, 'agent')), newestMtime(join(ROOT, 'test/fake-cloud')), newestMtime(join(ROOT, 'firmware-profiles')));
+    if (existsSync(BUNDLE) && statSync(BUNDLE).mtimeMs > sources) return;
+    const r = spawnSync(process.execPath, ['scripts/build.mjs', '--quiet'], { cwd: ROOT, encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`build failed: ${r.stderr}`);
+  } finally {
+    rmdirSync(lock);
+  }
+}
+
+/** An environment with none of the developer's C2C_* settings leaking in. */
+export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('C2C_') && k !== 'NOTIFY_SOCKET' && !k.startsWith('WATCHDOG_') && k !== 'NODE_OPTIONS') env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+export interface AgentDirs {
+  root: string;
+  stateDir: string;
+  runtimeDir: string;
+}
+
+export function makeDirs(): AgentDirs {
+  const root = mkdtempSync(join(tmpdir(), 'c2c-int-'));
+  // An explicit config file keeps a developer's /etc/c2c-agent out of the test.
+  writeFileSync(join(root, 'config.json'), '{}\n');
+  return { root, stateDir: join(root, 'state'), runtimeDir: join(root, 'run') };
+}
+
+export function removeDirs(d: AgentDirs): void {
+  rmSync(d.root, { recursive: true, force: true });
+}
+
+export interface AgentOptions {
+  apiUrl: string;
+  token: string;
+  dirs: AgentDirs;
+  timeScale: number;
+  env?: Record<string, string>;
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  pid: number;
+  /** The last few KiB of stdout (pino) and stderr, for failure messages. */
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const live = new Set<ChildProcess>();
+
+export function startAgent(o: AgentOptions): AgentProcess {
+  const child = spawn(
+    process.execPath,
+    [BUNDLE, 'run', '--api-url', o.apiUrl, '--time-scale', String(o.timeScale), '--state-dir', o.dirs.stateDir, '--runtime-dir', o.dirs.runtimeDir],
+    { env: cleanEnv({ C2C_TOKEN: o.token, C2C_CONFIG: join(o.dirs.root, 'config.json'), ...o.env }), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  live.add(child);
+  let out = '';
+  const keep = (d: Buffer): void => {
+    out = (out + d.toString()).slice(-8192);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((res) => {
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      res({ code, signal });
+    });
+  });
+  if (child.pid === undefined) throw new Error('could not spawn the agent');
+  return { child, pid: child.pid, output: () => out, exited };
+}
+
+/** SIGKILL every agent still running (afterEach/afterAll). */
+export async function killAll(): Promise<void> {
+  const waits: Array<Promise<unknown>> = [];
+  for (const c of live) {
+    if (c.exitCode === null && c.signalCode === null) {
+      waits.push(new Promise((r) => c.once('exit', r)));
+      c.kill('SIGKILL');
+    }
+  }
+  live.clear();
+  await Promise.all(waits);
+}
+
+export interface StatusResult {
+  exitCode: number;
+  json: Record<string, unknown>;
+  stderr: string;
+}
+
+export function status(dirs: AgentDirs, apiUrl: string, timeScale: number): Promise<StatusResult> {
+  return new Promise((res, reject) => {
+    const child = spawn(process.execPath, [BUNDLE, 'status', '--json'], {
+      env: cleanEnv({
+        C2C_API_URL: apiUrl,
+        C2C_STATE_DIR: dirs.stateDir,
+        C2C_RUNTIME_DIR: dirs.runtimeDir,
+        C2C_TIME_SCALE: String(timeScale),
+        C2C_CONFIG: join(dirs.root, 'config.json'),
+      }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      try {
+        res({ exitCode: code ?? -1, json: JSON.parse(stdout) as Record<string, unknown>, stderr });
+      } catch {
+        reject(new Error(`status --json printed no JSON (exit ${code}): ${stdout}${stderr}`));
+      }
+    });
+  });
+}
+
+export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 20): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

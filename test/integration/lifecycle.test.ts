@@ -1,0 +1,112 @@
+// The daemon's life as a person sees it through `c2c-agent status --json`,
+// and how it ends: SIGTERM (clean, fast, "stopped") or kill -9 (a dead
+// daemon's leftover status, exit 69).
+import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult } from './agent-process.js';
+
+const SCALE = 60;
+// One heartbeat interval is at most 300 agent s = 5 real s; allow one more
+// for retries and start-up.
+const STEP_MS = 12_000;
+
+let cloud: FakeCloud;
+const allDirs: AgentDirs[] = [];
+
+beforeAll(async () => {
+  await ensureBuilt();
+  cloud = await startFakeCloud({ timeScale: SCALE, devices: 2 });
+}, 120_000);
+afterEach(killAll);
+afterAll(async () => {
+  await killAll();
+  await cloud?.close();
+  for (const d of allDirs) removeDirs(d);
+});
+
+function launch(deviceIndex: number): { agent: AgentProcess; dirs: AgentDirs; st: () => Promise<StatusResult> } {
+  const dirs = makeDirs();
+  allDirs.push(dirs);
+  const agent = startAgent({ apiUrl: cloud.url, token: cloud.devices[deviceIndex]!.accessToken, dirs, timeScale: SCALE });
+  return { agent, dirs, st: () => status(dirs, cloud.url, SCALE) };
+}
+
+async function reach(st: () => Promise<StatusResult>, state: string, agent: AgentProcess): Promise<StatusResult> {
+  let last: StatusResult | undefined;
+  try {
+    return await waitFor(
+      `state ${state}`,
+      async () => {
+        last = await st().catch(() => undefined);
+        return last?.json.state === state ? last : undefined;
+      },
+      STEP_MS,
+      100,
+    );
+  } catch (err) {
+    throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.json)}\nagent output:\n${agent.output()}`);
+  }
+}
+
+describe('SIGTERM', () => {
+  it('exits 0 within 5 s and leaves a status that says stopped', async () => {
+    const { agent, st } = launch(0);
+    await reach(st, 'online', agent);
+    const t0 = process.hrtime.bigint();
+    agent.child.kill('SIGTERM');
+    const { code, signal } = await agent.exited;
+    const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
+    // A behavioural bound from systemd's point of view (TimeoutStopSec), not a benchmark.
+    expect(seconds).toBeLessThan(5);
+    // Not running any more, and the file says it stopped cleanly (not a crash).
+    const after = await st();
+    expect(after.json.running).toBe(false);
+    expect((after.json.last as { state?: string } | undefined)?.state).toBe('stopped');
+  }, 30_000);
+});
+
+describe('status --json follows the daemon through its states', () => {
+  it('online, offline, online, rate-limited, paused, needs-pairing, then dead (69)', async () => {
+    const device = cloud.devices[1]!;
+    const { agent, st } = launch(1);
+
+    const online = await reach(st, 'online', agent);
+    expect(online.exitCode).toBe(0);
+    expect(online.json.ok).toBe(true);
+    expect(online.json.pid).toBe(agent.pid);
+
+    cloud.control.refuseConnections();
+    await reach(st, 'offline', agent);
+    await cloud.control.acceptConnections();
+    await reach(st, 'online', agent);
+
+    const fault = cloud.control.addFault({ kind: 'rate-limit', path: '/v2/devices/*', deviceId: device.id, retryAfter: '90' });
+    await reach(st, 'rate-limited', agent);
+    fault.remove();
+    await reach(st, 'online', agent);
+
+    // The service's "paused" arrives with GET /v2/devices/me, which SIGHUP re-reads at once.
+    cloud.control.pause(device.id);
+    agent.child.kill('SIGHUP');
+    await reach(st, 'paused', agent);
+    cloud.control.unpause(device.id);
+    agent.child.kill('SIGHUP');
+    await reach(st, 'online', agent);
+
+    cloud.control.revokeTokens(device.id);
+    agent.child.kill('SIGHUP');
+    await reach(st, 'needs-pairing', agent);
+    expect(agent.child.exitCode).toBeNull();
+
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+    const dead = await st();
+    expect(dead.exitCode).toBe(69);
+    expect(dead.json.ok).toBe(false);
+    expect(dead.json.exitCode).toBe(69);
+    expect(dead.json.running).toBe(false);
+    expect((dead.json.last as { state?: string; pid?: number } | undefined)?.pid).toBe(agent.pid);
+    expect(dead.stderr).not.toBe('');
+  }, 90_000);
+});
