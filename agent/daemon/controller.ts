@@ -7,14 +7,15 @@ import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Device, DeviceApi } from '../api/types.js';
 import { backoffDelay } from '../lib/backoff.js';
+import { describe, raceAbort } from './abort.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat-scheduler.js';
 import { ATTEMPT_GUARD_MS, type AttemptRecord, type Bounds } from './heartbeat-policy.js';
+import { CredentialsWatch } from './credentials-watch.js';
 import { statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 
 const MINUTE = 60_000;
 /** Watchdog slack past a due timer before the loop counts as wedged. */
 const HEALTH_GRACE_MS = 60_000;
-const CREDENTIALS_POLL_MS = 10_000;
 
 export interface ControllerDeps {
   clock: Clock;
@@ -46,8 +47,7 @@ export class Controller {
   private lastBeat: HeartbeatOutcome | undefined;
   private checkTimer: { timer: Timer; at: number } | undefined;
   private checking: { ac: AbortController; since: number } | undefined;
-  private credsPoll: Timer | undefined;
-  private credsPrint: string | undefined;
+  private credsWatch: CredentialsWatch | undefined;
   private checkFailures = 0;
   private heartbeat401 = 0;
   private stopped = false;
@@ -145,7 +145,8 @@ export class Controller {
   }
 
   private moment(mono = this.d.clock.now()): Moment {
-    const wall = this.d.clock.wallNow() + (mono - this.d.clock.now());
+    // The wall time the event really happens: agent ms shrink by the time scale in real time.
+    const wall = this.d.clock.wallNow() + (mono - this.d.clock.now()) / this.d.clock.scale;
     return { at: new Date(wall).toISOString(), monotonic: Math.round(mono) };
   }
 
@@ -167,7 +168,6 @@ export class Controller {
   }
 
   private loadCredentials(): boolean {
-    this.credsPrint = this.d.credentialsFingerprint?.();
     try {
       this.d.reloadCredentials();
       return true;
@@ -287,23 +287,18 @@ export class Controller {
   }
 
   private startCredentialsPoll(): void {
-    if (this.credsPoll || !this.d.credentialsFingerprint) return;
-    // Polled rather than fs.watch: pairing replaces the file by rename, which watchers miss.
-    const tick = (): void => {
-      this.credsPoll = this.d.clock.setTimer(tick, CREDENTIALS_POLL_MS);
-      const print = this.d.credentialsFingerprint?.();
-      if (print !== this.credsPrint && print !== undefined) {
-        this.d.logger.info('credentials file changed; checking with the service');
-        this.reload();
-      }
-      this.credsPrint = print;
-    };
-    this.credsPoll = this.d.clock.setTimer(tick, CREDENTIALS_POLL_MS);
+    const print = this.d.credentialsFingerprint;
+    if (this.credsWatch || !print) return;
+    this.credsWatch = new CredentialsWatch(this.d.clock, print, () => {
+      this.d.logger.info('credentials file changed; checking with the service');
+      this.reload();
+    });
+    this.credsWatch.start();
   }
 
   private stopCredentialsPoll(): void {
-    this.credsPoll?.cancel();
-    this.credsPoll = undefined;
+    this.credsWatch?.stop();
+    this.credsWatch = undefined;
   }
 
   private armCheck(why: CheckWhy, ms: number): void {
@@ -317,19 +312,4 @@ export class Controller {
     this.checkTimer?.timer.cancel();
     this.checkTimer = undefined;
   }
-}
-
-function describe(e: AgentError | undefined): string {
-  if (!e) return 'unknown error';
-  const code = e.details.code ?? (e.details.status !== undefined ? String(e.details.status) : undefined);
-  return code ? `${e.kind} ${code}: ${e.message}` : `${e.kind}: ${e.message}`;
-}
-
-/** Settles when the signal aborts even if the call ignores it, so a stuck client cannot wedge the loop. */
-export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-    p.then(resolve, reject);
-  });
 }

@@ -1,0 +1,18 @@
+// Small helpers shared by the daemon's request loops.
+import { AgentError } from '../lib/errors.js';
+
+/** One line for logs and status: kind, code or status, message. */
+export function describe(e: AgentError | undefined): string {
+  if (!e) return 'unknown error';
+  const code = e.details.code ?? (e.details.status !== undefined ? String(e.details.status) : undefined);
+  return code ? `${e.kind} ${code}: ${e.message}` : `${e.kind}: ${e.message}`;
+}
+
+/** Settles when the signal aborts even if the call ignores it, so a stuck client cannot wedge the loop. */
+export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+    p.then(resolve, reject);
+  });
+}

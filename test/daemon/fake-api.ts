@@ -1,0 +1,150 @@
+// A DeviceApi on a FakeClock: each call's fate comes from a behaviour
+// function, answers arrive after clock time passes, and the client's 30 s
+// timeout is modelled, so the daemon meets stalls, outages and 429s exactly
+// as it would over the wire, in simulated time. It also plays the service's
+// side of the referee: it records when each heartbeat ARRIVED.
+import type { FakeClock } from '../../agent/lib/fake-clock.js';
+import { AgentError, type RateLimitInfo } from '../../agent/lib/errors.js';
+import type { ApiResult, Device, DeviceApi, ResponseMeta } from '../../agent/api/types.js';
+
+export type Call = 'getDevice' | 'heartbeat' | 'health';
+
+export interface Behaviour {
+  outcome: 'ok' | 'network' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused';
+  /** Agent ms until the answer; past 30 s the client times out instead. */
+  latencyMs?: number;
+  /** Agent ms from the send until the service has the request (never after the answer). */
+  uplinkMs?: number;
+  retryAfterMs?: number;
+  rateLimit?: RateLimitInfo;
+  device?: Partial<Device>;
+}
+
+export interface Arrival {
+  /** When the service saw the request. */
+  t: number;
+  /** The service answered 204 and the answer was delivered. */
+  ok: boolean;
+}
+
+export const CLIENT_TIMEOUT_MS = 30_000;
+
+export const DEVICE: Device = {
+  id: 'dev-1',
+  name: 'cam-07',
+  status: 'online',
+  project_id: 'prj-1',
+  project: { id: 'prj-1', name: 'Testbed' },
+};
+
+function errorFor(b: Behaviour, what: string): AgentError {
+  switch (b.outcome) {
+    case 'network':
+      return new AgentError('network', `${what}: connection refused`, { code: 'ECONNREFUSED' });
+    case 'server':
+      return new AgentError('server', `${what}: 503`, { status: 503 });
+    case 'rate-limited': {
+      const details: AgentError['details'] = { status: 429, rateLimit: b.rateLimit ?? { limit: 60, remaining: 0, windowMs: 60_000 } };
+      if (b.retryAfterMs !== undefined) details.retryAfterMs = b.retryAfterMs;
+      return new AgentError('rate-limited', `${what}: 429`, details);
+    }
+    case 'unauthorized':
+      return new AgentError('unauthorized', `${what}: 401 Not Authorized`, { status: 401 });
+    case 'forbidden':
+      return new AgentError('forbidden', `${what}: 403`, { status: 403 });
+    case 'paused':
+      return new AgentError('paused', `${what}: the device is paused`, { status: 409 });
+    default:
+      return new AgentError('internal', 'unreachable');
+  }
+}
+
+export class FakeApi implements DeviceApi {
+  readonly calls: { call: Call; t: number }[] = [];
+  readonly arrivals: Arrival[] = [];
+  /** Called as each heartbeat settles with its arrival, if it arrived. */
+  onArrival: ((a: Arrival) => void) | undefined;
+  inFlight = 0;
+  maxInFlight = 0;
+
+  constructor(
+    private readonly clock: FakeClock,
+    public behave: (call: Call, now: number) => Behaviour = () => ({ outcome: 'ok' }),
+  ) {}
+
+  count(call: Call): number {
+    return this.calls.filter((c) => c.call === call).length;
+  }
+
+  getDevice(signal?: AbortSignal): Promise<ApiResult<Device>> {
+    return this.request('getDevice', signal, (b) => ({ ...DEVICE, ...b.device }));
+  }
+
+  heartbeat(signal?: AbortSignal): Promise<ApiResult<void>> {
+    return this.request('heartbeat', signal, () => undefined);
+  }
+
+  health(signal?: AbortSignal): Promise<ApiResult<{ status: string }>> {
+    return this.request('health', signal, () => ({ status: 'ok' }));
+  }
+
+  private request<T>(call: Call, signal: AbortSignal | undefined, value: (b: Behaviour) => T): Promise<ApiResult<T>> {
+    const sent = this.clock.now();
+    const b = this.behave(call, sent);
+    this.calls.push({ call, t: sent });
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    const latency = b.latencyMs ?? 50;
+    const reaches = b.outcome !== 'network';
+    const arrival = sent + Math.min(b.uplinkMs ?? 0, latency);
+    const settle = (ok: boolean): void => {
+      this.inFlight--;
+      if (call !== 'heartbeat' || !reaches || this.clock.now() < arrival) return;
+      const a = { t: arrival, ok };
+      this.arrivals.push(a);
+      this.onArrival?.(a);
+    };
+    return new Promise<ApiResult<T>>((resolve, reject) => {
+      if (signal?.aborted) {
+        this.inFlight--;
+        return reject(signal.reason);
+      }
+      const timedOut = latency > CLIENT_TIMEOUT_MS;
+      const timer = this.clock.setTimer(
+        () => {
+          signal?.removeEventListener('abort', onAbort);
+          if (timedOut) {
+            settle(false);
+            return reject(new AgentError('network', `${call}: timed out after 30 s`, { code: 'ETIMEDOUT' }));
+          }
+          if (b.outcome === 'ok') {
+            settle(true);
+            const meta: ResponseMeta = { status: call === 'heartbeat' ? 204 : 200, rateLimit: b.rateLimit ?? { limit: 60, remaining: 59, windowMs: 60_000 }, clockOffsetMs: 120 };
+            return resolve({ value: value(b), meta });
+          }
+          settle(false);
+          reject(errorFor(b, call));
+        },
+        timedOut ? CLIENT_TIMEOUT_MS : latency,
+      );
+      const onAbort = (): void => {
+        timer.cancel();
+        settle(false);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+/** A small seeded PRNG (mulberry32), so a failing property run replays exactly. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,0 +1,202 @@
+// Property: through any schedule of faults, restarts and wall-clock jumps,
+// heartbeats reach the service >= 60 s apart, and while the service answered
+// normally for a whole gap, successful heartbeats reach it <= 300 s apart.
+// Checked at the service's side (arrival times), on every heartbeat.
+import { describe, expect, it } from '@jest/globals';
+import fc from 'fast-check';
+import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { HeartbeatScheduler } from '../../agent/daemon/heartbeat-scheduler.js';
+import { clampBounds, type AttemptRecord } from '../../agent/daemon/heartbeat-policy.js';
+import { FakeApi, seeded, type Arrival, type Behaviour, type Call } from './fake-api.js';
+
+const S = 1000;
+const MIN = 60 * S;
+const HOUR = 60 * MIN;
+
+type Kind = 'normal' | 'slow' | 'outage' | 'server' | 'flaky' | 'stall' | 'rl-seconds' | 'rl-date' | 'rl-none' | 'unauthorized';
+interface Segment {
+  kind: Kind;
+  minutes: number;
+}
+interface Scenario {
+  seed: number;
+  segments: Segment[];
+  /** Mean agent hours between restarts (kill -9 and start again). */
+  restartEveryHours: number;
+  wallJumps: boolean;
+  bounds: { minSeconds: number; maxSeconds: number };
+}
+
+/** Kinds under which the service answers every heartbeat normally (a slow 204 is still normal). */
+const NORMAL: ReadonlySet<Kind> = new Set(['normal', 'slow']);
+
+function behaviour(kind: Kind, call: Call, r: () => number): Behaviour {
+  const uplinkMs = r() * 2 * S;
+  const quick = 20 + r() * 2 * S;
+  switch (kind) {
+    case 'normal':
+      return { outcome: 'ok', latencyMs: quick, uplinkMs };
+    case 'slow': {
+      // A slow link: the service may see the request only near the end of the wait.
+      const latencyMs = r() * 29 * S;
+      return { outcome: 'ok', latencyMs, uplinkMs: r() * latencyMs };
+    }
+    case 'outage':
+      return { outcome: 'network', latencyMs: r() < 0.5 ? 5 : r() * 20 * S };
+    case 'server':
+      return call === 'health' ? { outcome: 'ok', latencyMs: quick } : { outcome: 'server', latencyMs: quick, uplinkMs };
+    case 'flaky':
+      return r() < 0.4 ? { outcome: 'server', latencyMs: quick, uplinkMs } : { outcome: 'ok', latencyMs: r() * 40 * S, uplinkMs };
+    case 'stall':
+      return { outcome: 'ok', latencyMs: 30 * S + r() * 10 * S + 1, uplinkMs };
+    case 'rl-seconds':
+      return { outcome: 'rate-limited', latencyMs: quick, uplinkMs, retryAfterMs: Math.round(r() * 600) * S };
+    case 'rl-date':
+      // What the client makes of an HTTP-date: whole seconds, possibly already past.
+      return { outcome: 'rate-limited', latencyMs: quick, uplinkMs, retryAfterMs: Math.max(0, Math.round(r() * 900 - 60)) * S };
+    case 'rl-none':
+      return { outcome: 'rate-limited', latencyMs: quick, uplinkMs };
+    case 'unauthorized':
+      return call === 'health' ? { outcome: 'ok', latencyMs: quick } : { outcome: 'unauthorized', latencyMs: quick, uplinkMs };
+  }
+}
+
+interface Result {
+  hours: number;
+  heartbeats: number;
+  tooSoon: string[];
+  tooLate: string[];
+  maxInFlight: number;
+}
+
+async function simulate(sc: Scenario, hours: number): Promise<Result> {
+  const clock = new FakeClock(5_000_000);
+  const t0 = clock.now();
+  const r = seeded(sc.seed);
+  // Segments cycle until the simulated time is used up.
+  const total = sc.segments.reduce((a, s) => a + s.minutes * MIN, 0);
+  const kindAt = (t: number): Kind => {
+    let off = (t - t0) % total;
+    for (const s of sc.segments) {
+      if (off < s.minutes * MIN) return s.kind;
+      off -= s.minutes * MIN;
+    }
+    return 'normal';
+  };
+  const normalThroughout = (a: number, b: number): boolean => {
+    for (let t = a; t < b; t += 15 * S) if (!NORMAL.has(kindAt(t))) return false;
+    return NORMAL.has(kindAt(b));
+  };
+  const api = new FakeApi(clock, (call, now) => behaviour(kindAt(now), call, r));
+  const res: Result = { hours, heartbeats: 0, tooSoon: [], tooLate: [], maxInFlight: 0 };
+  // A restart that kills a heartbeat in flight excuses the gap it falls in: the
+  // service may never see that request, or never get to answer it.
+  const excused: number[] = [];
+  let prev: Arrival | undefined;
+  let prevOk: Arrival | undefined;
+  api.onArrival = (a) => {
+    res.heartbeats++;
+    if (prev && a.t - prev.t < 60 * S) res.tooSoon.push(`at ${((a.t - t0) / HOUR).toFixed(3)} h: ${(a.t - prev.t) / S} s after the previous`);
+    prev = a;
+    if (!a.ok) return;
+    if (prevOk && a.t - prevOk.t > 300 * S) {
+      const from = prevOk.t;
+      if (normalThroughout(from, a.t) && !excused.some((x) => x >= from && x <= a.t)) {
+        res.tooLate.push(`at ${((a.t - t0) / HOUR).toFixed(3)} h: ${(a.t - from) / S} s since the previous success (${kindAt(from)})`);
+      }
+    }
+    prevOk = a;
+  };
+
+  // The runtime dir: what a killed process last managed to write.
+  let runtimeDir: AttemptRecord | undefined;
+  let generation = 0;
+  const bounds = clampBounds(sc.bounds);
+  const launch = (): HeartbeatScheduler => {
+    const gen = ++generation;
+    const s = new HeartbeatScheduler({
+      clock,
+      random: seeded(sc.seed + gen),
+      transport: api,
+      bounds,
+      lastAttempt: runtimeDir,
+      persist: async (rec) => {
+        if (gen === generation) runtimeDir = { ...rec };
+      },
+      onOutcome: () => {},
+    });
+    s.start();
+    return s;
+  };
+  let current: HeartbeatScheduler | undefined = launch();
+
+  const armRestart = (): void => {
+    clock.setTimer(
+      () => {
+        const victim = current;
+        current = undefined;
+        if (victim?.view().inFlightSince !== undefined && api.inFlight > 0) excused.push(clock.now());
+        generation++; // kill -9: nothing the dying process does reaches the runtime dir any more
+        void victim?.stop();
+        clock.setTimer(() => {
+          current = launch();
+          armRestart();
+        }, r() * 10 * S);
+      },
+      sc.restartEveryHours * HOUR * (0.2 + 1.6 * r()),
+    );
+  };
+  if (sc.restartEveryHours > 0) armRestart();
+
+  for (let h = 0; h < hours; h++) {
+    if (sc.wallJumps && r() < 0.1) clock.jumpWall((r() < 0.5 ? -1 : 1) * 12 * HOUR * r());
+    await clock.advance(HOUR);
+  }
+  await current?.stop();
+  res.maxInFlight = api.maxInFlight;
+  return res;
+}
+
+const kindArb = fc.constantFrom<Kind>('normal', 'normal', 'normal', 'slow', 'outage', 'server', 'flaky', 'stall', 'rl-seconds', 'rl-date', 'rl-none', 'unauthorized');
+const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+  segments: fc.array(fc.record({ kind: kindArb, minutes: fc.integer({ min: 1, max: 240 }) }), { minLength: 1, maxLength: 40 }),
+  restartEveryHours: fc.constantFrom(0, 0.5, 3, 12),
+  wallJumps: fc.boolean(),
+  bounds: fc.constantFrom({ minSeconds: 60, maxSeconds: 270 }, { minSeconds: 30, maxSeconds: 600 }, { minSeconds: 120, maxSeconds: 120 }, { minSeconds: 200, maxSeconds: 300 }),
+});
+
+const HOURS_PER_RUN = 120;
+const RUNS = 30;
+
+describe('heartbeat spacing invariants (property)', () => {
+  it(`hold through ${RUNS} x ${HOURS_PER_RUN} simulated hours of random faults, restarts and clock jumps`, async () => {
+    let hours = 0;
+    let heartbeats = 0;
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async (sc) => {
+        const res = await simulate(sc, HOURS_PER_RUN);
+        hours += res.hours;
+        heartbeats += res.heartbeats;
+        expect(res.tooSoon).toEqual([]);
+        expect(res.tooLate).toEqual([]);
+        expect(res.maxInFlight).toBe(1);
+        if (sc.segments.some((x) => NORMAL.has(x.kind))) expect(res.heartbeats).toBeGreaterThan(0);
+      }),
+      { numRuns: RUNS },
+    );
+    expect(hours).toBeGreaterThanOrEqual(RUNS * HOURS_PER_RUN);
+    // Shown in the test output for the record: the scale of what was checked.
+    process.stdout.write(`property: ${hours} simulated hours, ${heartbeats} heartbeats checked\n`);
+  }, 60_000);
+
+  it('a service that always answers normally never sees a gap over 300 s, restarts included', async () => {
+    const res = await simulate(
+      { seed: 42, segments: [{ kind: 'normal', minutes: 60 }, { kind: 'slow', minutes: 60 }], restartEveryHours: 0.5, wallJumps: true, bounds: { minSeconds: 60, maxSeconds: 270 } },
+      200,
+    );
+    expect(res.tooSoon).toEqual([]);
+    expect(res.tooLate).toEqual([]);
+    expect(res.heartbeats).toBeGreaterThan(200 * 12);
+  });
+});
