@@ -161,6 +161,17 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
     }
     const meta = metaOf(res);
     lastMeta = meta;
+    if (logger?.isLevelEnabled('trace')) {
+      // Named headers only: the request's Authorization must never reach a log.
+      const h = res.headers;
+      logger.trace(
+        {
+          request: { method: spec.method, path: spec.path, auth: spec.auth === false ? 'none' : 'bearer', 'x-client-version': options.firmwareVersion },
+          response: { status: res.statusCode, date: h.date, 'content-type': h['content-type'], 'content-length': h['content-length'], 'retry-after': h['retry-after'] },
+        },
+        'http detail',
+      );
+    }
     logger?.debug(
       { method: spec.method, path: spec.path, status: res.statusCode, durationMs: Math.round(clock.now() - started), rateLimit: meta.rateLimit, clockOffsetMs: meta.clockOffsetMs },
       'http',

@@ -155,7 +155,7 @@ describe('reading answers', () => {
     expect((await failure(api.getDevice())).message).toContain("content-type 'text/plain'");
   });
 
-  test('heartbeat accepts 204 and rejects a captive portal's redirect', async () => {
+  test('heartbeat accepts 204 and rejects a captive portal redirect', async () => {
     handler = (_req, res) => {
       res.writeHead(204);
       res.end();

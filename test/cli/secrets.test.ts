@@ -1,0 +1,129 @@
+// No secret in any output, at any log level (contract.md, "Output"): every
+// command runs with --log-level trace in scenarios that carry tokens and a
+// client secret, on success and failure paths, and its stdout and stderr are
+// searched for every secret the fake cloud issued.
+//
+// Table-driven: a new command gets a row in COMMANDS; a new way of holding
+// secrets gets a row in SCENARIOS; a new failure path gets a row in FAULTS.
+import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { startFakeCloud, type FakeCloud, type Fault } from '../fake-cloud/index.js';
+import { buildBundle, type Bundle } from './bundle.js';
+import { runBundle } from './spawn.js';
+
+const SCALE = 100;
+let cloud: FakeCloud;
+let bundle: Bundle;
+let work: string;
+let n = 0;
+
+beforeAll(async () => {
+  [cloud, bundle] = await Promise.all([startFakeCloud({ devices: 2, timeScale: SCALE }), buildBundle()]);
+  work = mkdtempSync(path.join(tmpdir(), 'c2c-secrets-'));
+}, 60_000);
+afterAll(async () => {
+  await cloud?.close();
+  bundle?.cleanup();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Every secret the agent could hold in these scenarios. */
+function secrets(): string[] {
+  return [cloud.clientSecret, ...cloud.devices.flatMap((d) => [d.accessToken, d.refreshToken, d.clientSecret]), REJECTED_TOKEN];
+}
+const REJECTED_TOKEN = 'fca_secret_but_rejected_by_the_fake';
+
+interface Scenario {
+  name: string;
+  env: (dir: string) => Record<string, string>;
+}
+
+function writeCredentials(dir: string, device = 1): string {
+  const d = cloud.devices[device]!;
+  const file = path.join(dir, 'credentials.json');
+  writeFileSync(file, JSON.stringify({ access_token: d.accessToken, refresh_token: d.refreshToken, expires_at: '2099-01-01T00:00:00Z', token_type: 'bearer' }), { mode: 0o600 });
+  return file;
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'C2C_TOKEN', env: () => ({ C2C_TOKEN: cloud.devices[0]!.accessToken }) },
+  { name: 'a rejected C2C_TOKEN', env: () => ({ C2C_TOKEN: REJECTED_TOKEN }) },
+  { name: 'token file with refresh token', env: (dir) => ({ C2C_TOKEN_FILE: writeCredentials(dir) }) },
+  {
+    name: 'token file and client secret file',
+    env: (dir) => {
+      const secretFile = path.join(dir, 'client-secret');
+      writeFileSync(secretFile, `${cloud.clientSecret}\n`, { mode: 0o600 });
+      return { C2C_TOKEN_FILE: writeCredentials(dir), C2C_CLIENT_SECRET_FILE: secretFile };
+    },
+  },
+];
+
+const FAULTS: { name: string; fault?: Fault }[] = [
+  { name: 'no fault' },
+  { name: '401', fault: { kind: 'status', status: 401 } },
+  { name: '500', fault: { kind: 'status', status: 500 } },
+  { name: 'malformed JSON', fault: { kind: 'malformed-json' } },
+];
+
+interface CommandRow {
+  args: string[];
+  /** Talks to the service: worth running under every fault, and its trace log must show the requests. */
+  network?: boolean;
+  /** For long-running commands: when to send SIGTERM. */
+  stopAfter?: () => Promise<unknown>;
+}
+
+/** Resolves once the fake has seen `count` more requests, or after `ms` real ms. */
+function requestsOrTimeout(count: number, ms: number): Promise<void> {
+  const start = cloud.journal.length;
+  return new Promise((resolve) => {
+    const deadline = Date.now() + ms;
+    const poll = setInterval(() => {
+      if (cloud.journal.length - start >= count || Date.now() > deadline) {
+        clearInterval(poll);
+        resolve();
+      }
+    }, 20);
+  });
+}
+
+const COMMANDS: CommandRow[] = [
+  { args: ['check'], network: true },
+  { args: ['check', '--json'], network: true },
+  { args: ['profiles'] },
+  { args: ['profiles', '--json'] },
+  { args: ['status', '--json'] },
+  { args: ['--help'] },
+  // The daemon: a start-up check and a heartbeat or two, then SIGTERM.
+  { args: ['run'], network: true, stopAfter: () => requestsOrTimeout(2, 1000) },
+];
+
+const cases = COMMANDS.flatMap((c) =>
+  SCENARIOS.flatMap((s) => (c.network ? FAULTS : FAULTS.slice(0, 1)).map((f) => ({ c, s, f, label: `${c.args.join(' ')} | ${s.name} | ${f.name}` }))),
+);
+
+describe('no secret in stdout or stderr at --log-level trace', () => {
+  test.each(cases)('$label', async ({ c, s, f }) => {
+    const dir = path.join(work, `case-${n++}`);
+    mkdirSync(dir);
+    const handle = f.fault ? cloud.control.addFault(f.fault) : undefined;
+    try {
+      const r = await runBundle(bundle.file, [...c.args, '--log-level', 'trace'], {
+        env: { C2C_API_URL: cloud.url, C2C_STATE_DIR: path.join(dir, 'state'), C2C_RUNTIME_DIR: path.join(dir, 'run'), C2C_TIME_SCALE: String(SCALE), ...s.env(dir) },
+        ...(c.stopAfter ? { stopWhen: c.stopAfter() } : {}),
+      });
+      const out = r.stdout + r.stderr;
+      // The command really ran, and at trace level the requests were logged in detail.
+      expect(out.length).toBeGreaterThan(0);
+      if (c.network) expect(out).toContain('"msg":"http detail"');
+      for (const secret of secrets()) expect(out).not.toContain(secret);
+      // Not even a recognisable fragment of a bearer header.
+      expect(out).not.toMatch(/Bearer\s+fc[a-z]_/);
+    } finally {
+      handle?.remove();
+    }
+  });
+});
