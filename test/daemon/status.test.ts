@@ -1,0 +1,127 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { createLogger } from '../../agent/lib/logger.js';
+import { Controller } from '../../agent/daemon/controller.js';
+import { clampBounds } from '../../agent/daemon/heartbeat-policy.js';
+import { createAttemptStore, createStatusSink, procStartOf, readLastAttempt, statusFile } from '../../agent/daemon/live-status.js';
+import { DAEMON_STATES, type DaemonSnapshot, type DaemonState } from '../../agent/daemon/snapshot.js';
+import { run as statusCommand } from '../../agent/cli/status.js';
+import type { CommandContext } from '../../agent/cli/command.js';
+import { FakeApi, seeded } from './fake-api.js';
+
+let dir: string;
+let out: string[];
+let err: string[];
+
+beforeAll(() => {
+  dir = mkdtempSync(path.join(tmpdir(), 'c2c-status-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => jest.restoreAllMocks());
+
+async function status(json: boolean, runtimeDir = dir): Promise<{ code: number; out: string; err: string; obj?: Record<string, unknown> }> {
+  out = [];
+  err = [];
+  jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => (out.push(String(s)), true));
+  jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => (err.push(String(s)), true));
+  const ctx: CommandContext = { name: 'status', values: { json }, positionals: [], settingsOptions: { runtimeDir }, json, env: {} };
+  const code = await statusCommand(ctx);
+  jest.restoreAllMocks();
+  const text = out.join('');
+  return { code, out: text, err: err.join(''), ...(json && { obj: JSON.parse(text) as Record<string, unknown> }) };
+}
+
+/** A status file as the daemon writes it, via a real Controller and sink. */
+async function writeLive(state: DaemonState, pid = process.pid): Promise<DaemonSnapshot> {
+  const clock = new FakeClock();
+  const api = new FakeApi(clock);
+  const sink = createStatusSink(dir);
+  let last: DaemonSnapshot | undefined;
+  const controller = new Controller({
+    clock,
+    random: seeded(1),
+    logger: createLogger('silent'),
+    api,
+    reloadCredentials: () => {},
+    bounds: clampBounds(undefined),
+    persistAttempt: async () => {},
+    publish: (snap) => {
+      last = { ...snap, state, pid, ...(procStartOf(pid) !== undefined && { procStart: procStartOf(pid) as string }) };
+      sink.write(last);
+    },
+    info: { firmwareVersion: '1.2.3', profile: 'generic', agentVersion: '0.1.0', timeScale: 1, pid },
+  });
+  controller.start();
+  await clock.advance(5_000);
+  await sink.flush();
+  await controller.stop();
+  await sink.flush();
+  return last as DaemonSnapshot;
+}
+
+describe('c2c-agent status', () => {
+  it('no status file: exit 69, daemon not running', async () => {
+    const empty = mkdtempSync(path.join(tmpdir(), 'c2c-empty-'));
+    const r = await status(true, empty);
+    expect(r.code).toBe(69);
+    expect(r.obj).toMatchObject({ ok: false, exitCode: 69, running: false });
+    expect(r.err).toMatch(/daemon not running \(no status file/);
+    expect((await status(false, empty)).code).toBe(69);
+    rmSync(empty, { recursive: true });
+  });
+
+  it.each(DAEMON_STATES.filter((s) => s !== 'stopped'))('reflects state %s of a live daemon (exit 0)', async (state) => {
+    await writeLive(state);
+    const j = await status(true);
+    expect(j.code).toBe(0);
+    expect(j.obj).toMatchObject({ ok: true, exitCode: 0, running: true, state, pid: process.pid, device: { id: 'dev-1', name: 'cam-07' }, project: { name: 'Testbed' } });
+    expect(j.obj?.lastHeartbeat).toMatchObject({ result: 'ok', status: 204 });
+    expect(j.out.trim().split('\n')).toHaveLength(1);
+    const h = await status(false);
+    expect(h.code).toBe(0);
+    expect(h.out).toMatch(new RegExp(`^state: +${state}`));
+    expect(h.out).toMatch(/device: +cam-07 \(dev-1\) in project Testbed/);
+  });
+
+  it('a status file left by a dead daemon: exit 69, reported as such with its last state', async () => {
+    const child = spawnSync(process.execPath, ['-e', 'process.exit(0)']);
+    const deadPid = child.pid as number;
+    await writeLive('online', deadPid);
+    const r = await status(true);
+    expect(r.code).toBe(69);
+    expect(r.obj).toMatchObject({ ok: false, running: false, last: { state: 'online', pid: deadPid } });
+    expect(r.err).toMatch(new RegExp(`daemon not running \\(pid ${deadPid} gone; last state online at `));
+  });
+
+  it('a reused pid (same number, another process) is not mistaken for the daemon', async () => {
+    const snap = await writeLive('online');
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, procStart: '1' }));
+    expect((await status(true)).code).toBe(69);
+  });
+
+  it('a cleanly stopped daemon: exit 69, "stopped"', async () => {
+    const snap = await writeLive('online');
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, state: 'stopped' }));
+    const r = await status(false);
+    expect(r.code).toBe(69);
+    expect(r.err).toMatch(/daemon not running \(stopped at /);
+  });
+
+  it('the status file is readable non-secret JSON, and the attempt record round-trips', async () => {
+    await writeLive('online');
+    expect(statSync(statusFile(dir)).mode & 0o777).toBe(0o644);
+    expect(JSON.parse(readFileSync(statusFile(dir), 'utf8'))).toMatchObject({ state: 'online', firmwareVersion: '1.2.3', profile: 'generic', timeScale: 1 });
+    const store = createAttemptStore(dir, 60);
+    await store.save({ startedAt: 6000 });
+    await store.save({ startedAt: 6000, endedAt: 9000 });
+    expect(readLastAttempt(dir, 60)).toEqual({ startedAt: 6000, endedAt: 9000 });
+    // Another time scale: the same boot-origin instant, rescaled.
+    expect(readLastAttempt(dir, 1)).toEqual({ startedAt: 100, endedAt: 150 });
+    writeFileSync(path.join(dir, 'last-heartbeat.json'), 'garbage');
+    expect(readLastAttempt(dir, 60)).toBeUndefined();
+  });
+});
