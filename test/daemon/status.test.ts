@@ -21,7 +21,9 @@ beforeAll(() => {
   dir = mkdtempSync(path.join(tmpdir(), 'c2c-status-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-afterEach(() => jest.restoreAllMocks());
+afterEach(() => {
+  jest.restoreAllMocks();
+});
 
 async function status(json: boolean, runtimeDir = dir): Promise<{ code: number; out: string; err: string; obj?: Record<string, unknown> }> {
   out = [];
