@@ -139,6 +139,8 @@ describe('fake cloud: health, auth, device record', () => {
     expect(r3.headers.get('x-ratelimit-limit')).toBe('2');
     expect(r3.headers.get('x-ratelimit-remaining')).toBe('0');
     expect(r3.headers.get('x-ratelimit-window')).toBe('60000');
+    // One unit drains in 30 s: that is when the next request fits.
+    expect(r3.headers.get('retry-after')).toBe('30');
     expect(await r3.json()).toMatchObject({ code: 429, errors: [{ status: 429, title: 'Rate Limited' }], message: 'Rate Limited' });
     // Another device, and another path of the same device, have their own buckets.
     expect((await me(b!.accessToken)).status).toBe(200);

@@ -75,6 +75,24 @@ describe('pairing and tokens', () => {
     expect(badVersion.status).toBe(422);
   });
 
+  it('reads multipart fields sent as file parts, and refuses a multipart body without a boundary', async () => {
+    const { c } = await start();
+    const fd = new FormData();
+    fd.append('client_id', 'unit-file-parts');
+    fd.append('client_secret', new Blob([c.clientSecret]), 'secret.txt');
+    fd.append('scope', 'offline');
+    const r = await call(c.url, '/v2/auth/device/code', { method: 'POST', body: fd });
+    expect(r.status).toBe(200);
+    expect(((await r.json()) as Json).user_code).toMatch(/^\d{6}$/);
+    const noBoundary = await call(c.url, '/v2/auth/device/code', {
+      method: 'POST',
+      headers: { 'content-type': 'multipart/form-data' },
+      body: 'client_id=x',
+    });
+    expect(noBoundary.status).toBe(400);
+    expect(await noBoundary.json()).toEqual({ error: 'invalid_request' });
+  });
+
   it('walks pending, slow_down, approval and a consumed code', async () => {
     const { c, clock } = await start();
     const u = client(c);
