@@ -161,7 +161,9 @@ describe('assets and presigned uploads', () => {
     const c = await start({ timeScale: 1000 });
     const a = await postJson(c, '/v2/devices/assets', { name: 'a.mp4', filetype: 'video/mp4', filesize: 10, offset: 0 });
     const url: string = a.body.upload_urls[0];
-    const f = c.control.addFault({ kind: 'status', status: 503, path: '/_storage/*', count: 1 });
+    // Scoped to the other device: this upload is not hit.
+    c.control.addFault({ kind: 'status', status: 500, path: '/_storage/*', deviceId: c.devices[1]!.id });
+    const f = c.control.addFault({ kind: 'status', status: 503, path: '/_storage/*', deviceId: c.devices[0]!.id, count: 1 });
     expect((await put(url, Buffer.alloc(10))).status).toBe(503);
     f.remove();
     c.control.addFault({ kind: 'reset', path: '/_storage/*', count: 1 });

@@ -73,6 +73,7 @@ describe('faults', () => {
     const r2 = await me(c);
     expect(r2.status).toBe(429);
     expect(r2.headers.get('retry-after')).toBeNull();
+    expect(r2.headers.get('x-ratelimit-remaining')).toBe('0');
   });
 
   it("'malformed-json' sends JSON that does not parse (a 204 becomes a 200 with a body)", async () => {

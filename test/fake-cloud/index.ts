@@ -144,6 +144,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     journalLimit: options.journalLimit ?? 100_000,
     storagePrefix: STORAGE_PREFIX,
     storage: (req, res, entry, hits) => uploads.storage(req, res, entry, hits, pipeline),
+    storageOwner: (path) => uploads.ownerOf(path),
   });
 
   const seeded: SeededDevice[] = [];

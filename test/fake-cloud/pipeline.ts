@@ -40,6 +40,8 @@ export interface PipelineDeps {
   /** Requests under this prefix go to `storage` (presigned upload URLs). */
   storagePrefix: string;
   storage: (req: IncomingMessage, res: ServerResponse, entry: JournalEntry, faults: Fault[]) => void;
+  /** The device whose asset an upload URL path belongs to (for device-scoped faults). */
+  storageOwner: (path: string) => string | undefined;
 }
 
 export class Pipeline {
@@ -90,7 +92,8 @@ export class Pipeline {
 
     if (path.startsWith(this.d.storagePrefix)) {
       // Storage is not the API host: no bearer, no rate-limit headers, not "seen".
-      this.d.storage(req, res, entry, this.d.faults.match({ method, path, t }));
+      const owner = this.d.storageOwner(path);
+      this.d.storage(req, res, entry, this.d.faults.match({ method, path, t, ...(owner !== undefined ? { deviceId: owner } : {}) }));
       return;
     }
 
@@ -123,11 +126,15 @@ export class Pipeline {
 
     let reply: Reply | undefined;
     for (const f of hits) reply ??= faultReply(f);
+    // An injected 429 storm must look like an empty bucket.
+    if (reply?.status === 429) rlHeaders['x-ratelimit-remaining'] = '0';
     if (!reply && !rl.allowed) {
       reply = legacyError(429);
       reply.headers['retry-after'] = String(Math.max(1, Math.ceil(rl.retryAfterMs / 1000)));
     }
-    reply ??= await this.dispatch(ctx, match.route, match.methodMismatch);
+    reply ??= await this.dispatch(ctx, match.route, match.methodMismatch).catch((err: unknown) =>
+      legacyError(500, undefined, `fake cloud bug: ${String(err)}`),
+    );
     for (const f of hits) reply = transformReply(reply, f);
 
     const delay = hits.find((f) => f.kind === 'delay');

@@ -67,6 +67,11 @@ export class Uploads {
     };
   }
 
+  ownerOf(path: string): string | undefined {
+    const assetId = path.slice(STORAGE_PREFIX.length).split('/')[0];
+    return assetId ? this.assets.get(assetId)?.deviceId : undefined;
+  }
+
   private url(req: IncomingMessage, a: Asset, p: Part): string {
     const base = `http://${header(req, 'host') ?? '127.0.0.1'}`;
     return `${base}${STORAGE_PREFIX}${a.id}/${p.key}?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=86400&X-Amz-Signature=${p.signature}`;
