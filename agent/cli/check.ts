@@ -47,7 +47,8 @@ async function explain(err: AgentError, api: DeviceApiClient): Promise<{ err: Ag
     return { err: restate('service is up (GET /health ok) but the device call failed'), service: 'up' };
   } catch (h) {
     if (h instanceof AgentError && h.kind === 'network') return { err: restate('service unreachable'), service: 'unreachable' };
-    const why = h instanceof AgentError && h.status !== undefined ? `HTTP ${h.status}` : h instanceof AgentError ? h.kind : 'internal error';
+    const he = h instanceof AgentError ? h : undefined;
+    const why = he?.kind === 'protocol' ? 'answer not understood' : he?.status !== undefined ? `HTTP ${he.status}` : (he?.kind ?? 'internal error');
     return { err: restate(`service answers but is unhealthy (GET /health: ${why})`), service: 'unhealthy' };
   }
 }
