@@ -108,7 +108,7 @@ export class Pipeline {
     };
     const ctx: Ctx = { req, method, path, query, t, authValid: bearer.valid, params: match.params, body: Buffer.alloc(0) };
     if (clientVersion !== undefined) ctx.clientVersion = clientVersion;
-    if (bearer.deviceId !== undefined) ctx.deviceId = bearer.deviceId;
+    if (bearer.deviceId !== undefined) ctx.deviceId = entry.deviceId = bearer.deviceId;
 
     const attempt =
       bearer.deviceId !== undefined && match.route?.pattern === HEARTBEAT_PATH ? referee.heartbeat(bearer.deviceId, t) : undefined;
