@@ -10,6 +10,10 @@
 // - RSS: VmRSS of the agent right after 10 heartbeats at the referee, and
 //   again once start-up garbage is collected, each vs the bare process's
 //   VmRSS at the same moment.
+// - Under systemd every STATUS= and WATCHDOG=1 is a systemd-notify child:
+//   the scale-N agent talks to a stand-in notify socket, so its figure
+//   includes STATUS= runs; a third agent at scale 1 with a 1 s watchdog
+//   prices one ping, added at the unit's rate (WatchdogSec=60: 120/hour).
 // - CPU per agent-hour: an agent at --time-scale N does N agent-hours of
 //   heartbeat work per real hour, but its fixed idle cost (timers, GC) is
 //   paid per REAL second and is divided by N. So two agents run at once:
@@ -18,7 +22,7 @@
 //   estimate for a real camera is idle(scale 1) per real hour + per-heartbeat
 //   work x heartbeats per hour. The bare process's CPU per real hour over the
 //   same window is the baseline (a real hour IS an agent-hour at scale 1).
-import { spawn } from 'node:child_process';
+import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,6 +40,9 @@ const WINDOW_S = arg('window', 20);
 // 20 s after allocation calms down) must not count as idle: every process
 // has been up this long when the window opens.
 const SETTLE_S = arg('settle', 30);
+const HZ = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+// WatchdogSec= in systemd/c2c-agent.service: a ping every half of it.
+const WATCHDOG_SEC = 60;
 const children = [];
 const tmp = mkdtempSync(path.join(tmpdir(), 'c2c-bench-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -61,8 +68,8 @@ function launch(args, env = {}) {
 }
 let shuttingDown = false;
 
-async function fakeCloud(scale) {
-  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', '1', '--time-scale', String(scale)]);
+async function fakeCloud(scale, devices = 1) {
+  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', String(devices), '--time-scale', String(scale)]);
   const line = await new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).once('line', resolve);
     child.once('exit', () => reject(new Error('fake cloud did not start')));
@@ -71,7 +78,7 @@ async function fakeCloud(scale) {
   return { child, ...info, device: info.devices[0] };
 }
 
-function agent(cloud, scale, name) {
+function agent(cloud, scale, name, env = {}, deviceIndex = 0) {
   const dir = path.join(tmp, name);
   // An explicit empty config keeps the machine's /etc/c2c-agent out of it.
   mkdirSync(dir, { recursive: true });
@@ -81,10 +88,40 @@ function agent(cloud, scale, name) {
   const child = launch(
     [path.join(root, 'dist/c2c-agent.mjs'), 'run', '--api-url', cloud.url, '--time-scale', String(scale),
       '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
-    { C2C_TOKEN: cloud.device.accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json') },
+    { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...env },
   );
   child.stdout.resume();
   return child;
+}
+
+// A stand-in for PID 1's notify socket (Node has no unix datagram sockets):
+// counts datagrams, and closes systemd-notify's barrier fd as PID 1 does.
+const LISTENER_PY = `
+import socket, sys, os, array
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("listening", flush=True)
+while True:
+    msg, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(64))
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            fds = array.array('i'); fds.frombytes(data[:len(data) - len(data) % 4])
+            for fd in fds: os.close(fd)
+    print(msg.decode().replace("\\n", " "), flush=True)
+`;
+
+async function notifySocket(name) {
+  const sock = path.join(tmp, `${name}.sock`);
+  const child = spawn('python3', ['-c', LISTENER_PY, sock], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  const counts = { watchdog: 0, status: 0 };
+  const lines = createInterface({ input: child.stdout });
+  await new Promise((resolve) => lines.once('line', resolve));
+  lines.on('line', (l) => {
+    if (l.includes('WATCHDOG=1')) counts.watchdog++;
+    if (l.includes('STATUS=')) counts.status++;
+  });
+  return { sock, counts };
 }
 
 async function referee(cloud) {
@@ -117,16 +154,25 @@ function cpuSeconds(pid) {
   }
   return ns / 1e9;
 }
+// The above plus the reaped children (systemd-notify runs), in clock ticks.
+function cpuWithChildren(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return cpuSeconds(pid) + (Number(f[13]) + Number(f[14])) / HZ;
+}
 
 const fmt = (x, d = 2) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
 const ratio = (a, b) => (b > 0 ? fmt(a / b, 2) : 'n/a');
 
 async function main() {
-  const [fast, slow] = await Promise.all([fakeCloud(SCALE), fakeCloud(1)]);
+  const [fast, slow, nFast, nSd] = await Promise.all([fakeCloud(SCALE), fakeCloud(1, 2), notifySocket('fast'), notifySocket('sd')]);
   const bare = launch(['-e', 'setInterval(() => {}, 1000)']);
   const launchedAt = Date.now();
-  const aFast = agent(fast, SCALE, 'fast');
+  // As under systemd (STATUS= lines on every state change), no watchdog.
+  const aFast = agent(fast, SCALE, 'fast', { NOTIFY_SOCKET: nFast.sock });
   const aSlow = agent(slow, 1, 'slow');
+  // Scale 1 with a 1 s watchdog: the price of one WATCHDOG=1 ping.
+  const aSd = agent(slow, 1, 'sd', { NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, 1);
 
   await waitHeartbeats(slow, 1, 20_000);
   await waitHeartbeats(fast, 10, (10 * 300 * 1000) / SCALE + 20_000);
@@ -135,11 +181,11 @@ async function main() {
   const rssAfter = (await referee(fast)).heartbeats;
   const rss = { agent: rssKiB(aFast.pid), slowAgent: rssKiB(aSlow.pid), bare: rssKiB(bare.pid) };
 
-  const before = { fast: cpuSeconds(aFast.pid), slow: cpuSeconds(aSlow.pid), bare: cpuSeconds(bare.pid), hb: (await referee(fast)).heartbeats, slowHb: (await referee(slow)).heartbeats };
+  const before = { fast: cpuWithChildren(aFast.pid), slow: cpuSeconds(aSlow.pid), sd: cpuWithChildren(aSd.pid), pings: nSd.counts.watchdog, bare: cpuSeconds(bare.pid), hb: (await referee(fast)).heartbeats, slowHb: (await referee(slow)).heartbeats };
   const t0 = process.hrtime.bigint();
   await sleep(WINDOW_S * 1000);
   const realS = Number(process.hrtime.bigint() - t0) / 1e9;
-  const after = { fast: cpuSeconds(aFast.pid), slow: cpuSeconds(aSlow.pid), bare: cpuSeconds(bare.pid), fastRef: await referee(fast), slowRef: await referee(slow) };
+  const after = { fast: cpuWithChildren(aFast.pid), slow: cpuSeconds(aSlow.pid), sd: cpuWithChildren(aSd.pid), pings: nSd.counts.watchdog, bare: cpuSeconds(bare.pid), fastRef: await referee(fast), slowRef: await referee(slow) };
 
   const hb = after.fastRef.heartbeats - before.hb;
   const agentHours = (realS * SCALE) / 3600;
@@ -149,6 +195,9 @@ async function main() {
   const hbPerHour = hb / agentHours;
   const estimatePerAgentHour = idleRate * 3600 + perHeartbeat * hbPerHour;
   const barePerHour = ((after.bare - before.bare) / realS) * 3600;
+  const pings = after.pings - before.pings;
+  const perPing = pings > 0 ? Math.max(0, after.sd - before.sd - idleRate * realS) / pings : NaN;
+  const underSystemd = estimatePerAgentHour + perPing * (3600 / (WATCHDOG_SEC / 2));
 
   shuttingDown = true;
   const rows = [
@@ -157,6 +206,7 @@ async function main() {
     [`CPU s per agent-hour at --time-scale ${SCALE}`, fmt(fastCpu / agentHours, 3), fmt(barePerHour, 3), ratio(fastCpu / agentHours, barePerHour)],
     ['idle CPU s per real hour at --time-scale 1', fmt(idleRate * 3600, 3), fmt(barePerHour, 3), ratio(idleRate * 3600, barePerHour)],
     ['est. CPU s per agent-hour on a camera (scale 1)', fmt(estimatePerAgentHour, 3), fmt(barePerHour, 3), ratio(estimatePerAgentHour, barePerHour)],
+    [`  same, plus WATCHDOG=1 every ${WATCHDOG_SEC / 2} s`, fmt(underSystemd, 3), fmt(barePerHour, 3), ratio(underSystemd, barePerHour)],
   ];
   const w = [50, 12, 12, 10];
   const line = (r) => r.map((c, i) => String(c).padEnd(w[i])).join(' ');
@@ -167,6 +217,8 @@ async function main() {
   console.log(
     `window ${fmt(realS, 1)} s real = ${fmt(agentHours, 2)} agent-hours at scale ${SCALE}; ${hb} heartbeats ` +
       `(${fmt(hbPerHour, 1)}/agent-hour), ${fmt(perHeartbeat * 1000, 1)} ms CPU each; ` +
+      `STATUS= runs ${nFast.counts.status} in all at scale ${SCALE} (their CPU is in the rows above); ` +
+      `one WATCHDOG=1 ping costs ${fmt(perPing * 1000, 1)} ms CPU with its systemd-notify child (${pings} pings, tick ${1000 / HZ} ms); ` +
       `referee at scale ${SCALE}: tooSoon ${after.fastRef.tooSoon}, tooLate ${after.fastRef.tooLate}, missingVersion ${after.fastRef.missingVersion}; ` +
       `scale-1 agent: RSS ${fmt(rss.slowAgent / 1024, 1)} MiB, ${after.slowRef.heartbeats - before.slowHb} heartbeats in the window (0 = a true idle figure)`,
   );
