@@ -49,6 +49,15 @@ describe('createSystemdNotifier with the systemd-notify executable', () => {
     ]);
   });
 
+  it('passes the status text verbatim, never through a shell', async () => {
+    rmSync(logFile, { force: true });
+    const n = createSystemdNotifier(envWithFake({ NOTIFY_SOCKET: '/run/fake/notify' }));
+    const text = 'cam "07"; $(touch ' + join(dir, 'pwned') + ') `id` & echo $HOME';
+    await n.status(text);
+    expect(calls()).toEqual([[`arg:--status=${text}`, 'sock:/run/fake/notify']]);
+    expect(existsSync(join(dir, 'pwned'))).toBe(false);
+  });
+
   it('does nothing at all without NOTIFY_SOCKET', async () => {
     rmSync(logFile, { force: true });
     const env = envWithFake({});
