@@ -32,12 +32,15 @@ export async function ensureBuilt(): Promise<void> {
       mkdirSync(lock);
       break;
     } catch {
+      // A test run killed mid-build leaves the lock behind; no build takes this long.
+      const held = statSync(lock, { throwIfNoEntry: false });
+      if (held !== undefined && Date.now() - held.mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`${lock} held for 2 minutes; remove it if no build is running`);
       await new Promise((r) => setTimeout(r, 200));
     }
   }
   try {
-    const sources = Math.max(newestMtime(join(ROOT, 'agent')), newestMtime(join(ROOT, 'test/fake-cloud')), newestMtime(join(ROOT, 'firmware-profiles')));
+    const sources = Math.max(newestMtime(join(ROOT, 'agent')), newestMtime(join(ROOT, 'test/fake-cloud')), newestMtime(join(ROOT, 'firmware-profiles')), statSync(join(ROOT, 'scripts/build.mjs')).mtimeMs, statSync(join(ROOT, 'package.json')).mtimeMs);
     if (existsSync(BUNDLE) && statSync(BUNDLE).mtimeMs > sources) return;
     const r = spawnSync(process.execPath, ['scripts/build.mjs', '--quiet'], { cwd: ROOT, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`build failed: ${r.stderr}`);

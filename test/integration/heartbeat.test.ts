@@ -1,6 +1,7 @@
 // 30+ agent-minutes of the real bundle against the fake cloud at --time-scale
 // 60: a kill -9 right after a heartbeat with an immediate restart on the same
-// runtime dir, then a five-minute outage. The fake's referee judges spacing.
+// runtime dir, a five-minute outage, then a SIGTERM restart right after a
+// heartbeat. The fake's referee judges spacing.
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
@@ -61,7 +62,15 @@ describe('c2c-agent run, as a process, for 30+ agent-minutes', () => {
       await waitFor('a successful heartbeat after the outage', () => ref().successfulHeartbeats > okBefore, realMs(5 * MIN) + 5_000);
       expect(cloud.now() - backAt).toBeLessThanOrEqual(5 * MIN);
 
+      // And systemctl restart (SIGTERM, then a new process) right after a heartbeat.
+      const seen2 = ref().heartbeats;
+      await waitFor('a heartbeat attempt to restart after', () => ref().heartbeats > seen2, realMs(5 * MIN) + 5_000, 2);
+      agent.child.kill('SIGTERM');
+      expect((await agent.exited).code).toBe(0);
+      agent = start();
+
       await waitFor('agent minute 32', () => cloud.now() >= 32 * MIN, realMs(25 * MIN));
+      expect(ref().heartbeats).toBeGreaterThan(seen2 + 1);
     } catch (err) {
       throw new Error(`${(err as Error).message}${why()}`);
     }
