@@ -8,6 +8,7 @@ import { loadProfiles, selectProfile } from '../config/profiles.js';
 import { loadCredentials, type Credentials } from '../auth/credentials.js';
 import { createDeviceApi } from '../api/client.js';
 import { SystemClock } from '../lib/clock.js';
+import { configError } from '../lib/errors.js';
 import { createLogger } from '../lib/logger.js';
 import { Controller } from '../daemon/controller.js';
 import { clampBounds } from '../daemon/heartbeat-policy.js';
@@ -29,7 +30,12 @@ export async function run(ctx: CommandContext): Promise<number> {
   const logger = createLogger(settings.logLevel);
   const clock = new SystemClock(settings.timeScale);
   const version = agentVersion();
-  await mkdir(settings.runtimeDir, { recursive: true, mode: 0o700 });
+  try {
+    await mkdir(settings.runtimeDir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw configError(`cannot create the runtime dir ${settings.runtimeDir} (${code}); set --runtime-dir or C2C_RUNTIME_DIR (systemd: RuntimeDirectory=)`, 'runtimeDir');
+  }
 
   let creds: Credentials | undefined;
   const warn = (message: string): void => logger.warn(message);

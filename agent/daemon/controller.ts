@@ -197,6 +197,7 @@ export class Controller {
     if (device) return this.checked(device, why);
     const e = error as AgentError;
     if (e.kind === 'unauthorized' || e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
+    if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
     this.checkFailures++;
     const heartbeating = this.scheduler !== undefined;
     if (this.state === 'needs-pairing') {
