@@ -11,7 +11,7 @@ import { describe, raceAbort } from './abort.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat-scheduler.js';
 import { ATTEMPT_GUARD_MS, type AttemptRecord, type Bounds } from './heartbeat-policy.js';
 import { CredentialsWatch } from './credentials-watch.js';
-import { statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
+import { deviceFacts, heartbeatFacts, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 
 const MINUTE = 60_000;
 /** Watchdog slack past a due timer before the loop counts as wedged. */
@@ -121,21 +121,8 @@ export class Controller {
     };
     if (info.procStart !== undefined) s.procStart = info.procStart;
     if (info.profile !== undefined) s.profile = info.profile;
-    const dev = this.device;
-    if (dev) {
-      s.device = { id: dev.id, ...(dev.name !== undefined && { name: dev.name }), ...(dev.status !== undefined && { status: dev.status }) };
-      const projectId = dev.project_id ?? dev.project?.id;
-      s.project = { ...(projectId !== undefined && { id: projectId }), ...(dev.project?.name !== undefined && { name: dev.project.name }) };
-    }
-    const b = this.lastBeat;
-    if (b) {
-      s.lastHeartbeat = { ...this.moment(b.startedAt), result: b.result };
-      const status = b.meta?.status ?? b.error?.status;
-      if (status !== undefined) s.lastHeartbeat.status = status;
-      if (b.error) s.lastHeartbeat.error = b.error.message;
-      const meta = b.meta ?? (b.error ? { rateLimit: b.error.details.rateLimit } : undefined);
-      if (meta?.rateLimit) s.rateLimit = meta.rateLimit;
-    }
+    if (this.device) Object.assign(s, deviceFacts(this.device));
+    if (this.lastBeat) Object.assign(s, heartbeatFacts(this.lastBeat, this.moment(this.lastBeat.startedAt)));
     const offset = this.lastBeat?.meta?.clockOffsetMs;
     if (offset !== undefined) s.clockOffsetMs = offset;
     const v = this.scheduler?.view();

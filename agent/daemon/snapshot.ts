@@ -2,6 +2,8 @@
 // live-status.ts writes to the runtime dir, what `c2c-agent status` reads and
 // what systemd's STATUS= line says. Nothing secret belongs here.
 import type { RateLimitInfo } from '../lib/errors.js';
+import type { Device } from '../api/types.js';
+import type { HeartbeatOutcome } from './heartbeat-scheduler.js';
 
 export type DaemonState = 'starting' | 'online' | 'offline' | 'rate-limited' | 'paused' | 'needs-pairing' | 'stopping' | 'stopped';
 
@@ -60,7 +62,9 @@ export function formatDuration(ms: number): string {
 /** One line for `systemctl status`: "online; cam-07 in project Testbed; next heartbeat in 2m13s". */
 export function statusLine(s: DaemonSnapshot, now: number): string {
   const parts: string[] = [s.state];
-  if (s.state !== 'online' && s.reason) parts[0] = `${s.state} (${s.reason})`;
+  // systemctl status shows one line: keep the reason to its gist.
+  const reason = s.reason.length > 60 ? `${s.reason.slice(0, 59)}…` : s.reason;
+  if (s.state !== 'online' && reason) parts[0] = `${s.state} (${reason})`;
   if (s.device) {
     const who = s.device.name ?? s.device.id;
     parts.push(s.project?.name ? `${who} in project ${s.project.name}` : who);
@@ -72,4 +76,23 @@ export function statusLine(s: DaemonSnapshot, now: number): string {
     parts.push(`next check in ${formatDuration(s.nextCheck.monotonic - now)}`);
   }
   return parts.join('; ');
+}
+
+/** The device and project as status shows them: names for people, ids to key on. */
+export function deviceFacts(dev: Device): Pick<DaemonSnapshot, 'device' | 'project'> {
+  const projectId = dev.project_id ?? dev.project?.id;
+  return {
+    device: { id: dev.id, ...(dev.name !== undefined && { name: dev.name }), ...(dev.status !== undefined && { status: dev.status }) },
+    project: { ...(projectId !== undefined && { id: projectId }), ...(dev.project?.name !== undefined && { name: dev.project.name }) },
+  };
+}
+
+export function heartbeatFacts(b: HeartbeatOutcome, at: Moment): Pick<DaemonSnapshot, 'lastHeartbeat' | 'rateLimit'> {
+  const out: Pick<DaemonSnapshot, 'lastHeartbeat' | 'rateLimit'> = { lastHeartbeat: { ...at, result: b.result } };
+  const status = b.meta?.status ?? b.error?.status;
+  if (status !== undefined && out.lastHeartbeat) out.lastHeartbeat.status = status;
+  if (b.error && out.lastHeartbeat) out.lastHeartbeat.error = b.error.message;
+  const rateLimit = b.meta?.rateLimit ?? b.error?.details.rateLimit;
+  if (rateLimit) out.rateLimit = rateLimit;
+  return out;
 }
