@@ -7,6 +7,8 @@ import fc from 'fast-check';
 import { FakeClock } from '../../agent/lib/fake-clock.js';
 import { HeartbeatScheduler } from '../../agent/daemon/heartbeat-scheduler.js';
 import { clampBounds, type AttemptRecord } from '../../agent/daemon/heartbeat-policy.js';
+import { Controller } from '../../agent/daemon/controller.js';
+import { createLogger } from '../../agent/lib/logger.js';
 import { FakeApi, seeded, type Arrival, type Behaviour, type Call } from './fake-api.js';
 
 const S = 1000;
@@ -69,7 +71,10 @@ interface Result {
   maxInFlight: number;
 }
 
-async function simulate(sc: Scenario, hours: number): Promise<Result> {
+/** What a restart kills: a bare scheduler, or the whole controller (start-up check, 401 handling, re-verify). */
+type Unit = { stop(): Promise<void> };
+
+async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'controller' = 'scheduler'): Promise<Result> {
   const clock = new FakeClock(5_000_000);
   const t0 = clock.now();
   const r = seeded(sc.seed);
@@ -112,30 +117,47 @@ async function simulate(sc: Scenario, hours: number): Promise<Result> {
   let runtimeDir: AttemptRecord | undefined;
   let generation = 0;
   const bounds = clampBounds(sc.bounds);
-  const launch = (): HeartbeatScheduler => {
+  const launch = (): Unit => {
     const gen = ++generation;
-    const s = new HeartbeatScheduler({
-      clock,
-      random: seeded(sc.seed + gen),
-      transport: api,
-      bounds,
-      lastAttempt: runtimeDir,
-      persist: async (rec) => {
-        if (gen === generation) runtimeDir = { ...rec };
-      },
-      onOutcome: () => {},
-    });
+    const persist = async (rec: AttemptRecord): Promise<void> => {
+      if (gen === generation) runtimeDir = { ...rec };
+    };
+    const random = seeded(sc.seed + gen);
+    if (mode === 'controller') {
+      const c = new Controller({
+        clock,
+        random,
+        logger: createLogger('silent'),
+        api,
+        reloadCredentials: () => {},
+        bounds,
+        lastAttempt: runtimeDir,
+        persistAttempt: persist,
+        publish: () => {},
+        info: { firmwareVersion: '1.0.0', agentVersion: '0', timeScale: 1, pid: 1 },
+      });
+      c.start();
+      // A person re-pairs now and then: SIGHUP out of needs-pairing.
+      const hup = (): void => {
+        if (gen !== generation) return;
+        if (c.currentState === 'needs-pairing' && r() < 0.5) c.reload();
+        clock.setTimer(hup, 20 * MIN * r());
+      };
+      clock.setTimer(hup, 20 * MIN * r());
+      return c;
+    }
+    const s = new HeartbeatScheduler({ clock, random, transport: api, bounds, lastAttempt: runtimeDir, persist, onOutcome: () => {} });
     s.start();
     return s;
   };
-  let current: HeartbeatScheduler | undefined = launch();
+  let current: Unit | undefined = launch();
 
   const armRestart = (): void => {
     clock.setTimer(
       () => {
         const victim = current;
         current = undefined;
-        if (victim?.view().inFlightSince !== undefined && api.inFlight > 0) excused.push(clock.now());
+        if (api.inFlight > 0 && api.calls.at(-1)?.call === 'heartbeat') excused.push(clock.now());
         generation++; // kill -9: nothing the dying process does reaches the runtime dir any more
         void victim?.stop();
         clock.setTimer(() => {
@@ -168,6 +190,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
 
 const HOURS_PER_RUN = 120;
 const RUNS = 30;
+const CONTROLLER_RUNS = 12;
 
 describe('heartbeat spacing invariants (property)', () => {
   it(`hold through ${RUNS} x ${HOURS_PER_RUN} simulated hours of random faults, restarts and clock jumps`, async () => {
@@ -188,6 +211,21 @@ describe('heartbeat spacing invariants (property)', () => {
     expect(hours).toBeGreaterThanOrEqual(RUNS * HOURS_PER_RUN);
     // Shown in the test output for the record: the scale of what was checked.
     process.stdout.write(`property: ${hours} simulated hours, ${heartbeats} heartbeats checked\n`);
+  }, 60_000);
+
+  it(`hold with the controller driving (401 -> needs-pairing, re-pairing, re-verify): ${CONTROLLER_RUNS} x ${HOURS_PER_RUN} hours`, async () => {
+    let hours = 0;
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async (sc) => {
+        const res = await simulate(sc, HOURS_PER_RUN, 'controller');
+        hours += res.hours;
+        expect(res.tooSoon).toEqual([]);
+        expect(res.tooLate).toEqual([]);
+        expect(res.maxInFlight).toBeLessThanOrEqual(2); // a heartbeat and a re-verify may overlap; never two heartbeats
+      }),
+      { numRuns: CONTROLLER_RUNS },
+    );
+    process.stdout.write(`property (controller): ${hours} simulated hours\n`);
   }, 60_000);
 
   it('a service that always answers normally never sees a gap over 300 s, restarts included', async () => {
