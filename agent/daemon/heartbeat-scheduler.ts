@@ -182,7 +182,9 @@ export class HeartbeatScheduler {
       this.nextAt = nextAfterFailure(this.failures, endedAt, r);
       // Unreachable: watch for the network to come back with cheap health probes, so
       // the one heartbeat after reconnection goes out as soon as the spacing allows.
-      if (o.error?.kind === 'network') {
+      // Not after a timeout: a service that stalls may answer /health at once, and
+      // retrying the stalled call every minute would be no backoff at all.
+      if (o.error?.kind === 'network' && o.error.details.code !== 'ETIMEDOUT') {
         this.probes = 0;
         this.probeAt = earliestNext(endedAt);
       }

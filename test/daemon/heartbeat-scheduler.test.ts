@@ -157,6 +157,18 @@ describe('HeartbeatScheduler', () => {
     await h.scheduler.stop();
   });
 
+  it('stalls past 30 s: the client times out, and the retries back off (no health-probe shortcut)', async () => {
+    const h = setup({ behave: (c) => (c === 'heartbeat' ? { outcome: 'ok', latencyMs: 40 * S } : { outcome: 'ok' }) });
+    h.scheduler.start();
+    await h.clock.advance(3 * 60 * MIN);
+    const gaps = h.gaps();
+    expect(h.outcomes.every((o) => o.error?.details.code === 'ETIMEDOUT')).toBe(true);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(30 * S + 62 * S);
+    expect(gaps.reduce((a, b) => a + b, 0) / gaps.length).toBeGreaterThan(150 * S);
+    expect(h.api.count('health')).toBe(0);
+    await h.scheduler.stop();
+  });
+
   it('offline: no backlog; on reconnection exactly one heartbeat, as soon as the 60 s rule allows', async () => {
     let down = false;
     const h = setup({ behave: () => (down ? { outcome: 'network', latencyMs: 3 * S } : { outcome: 'ok' }) });
