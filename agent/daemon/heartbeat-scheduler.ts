@@ -4,6 +4,7 @@
 import type { Clock, Timer } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 import type { ApiResult } from '../api/types.js';
+import { raceAbort } from './abort.js';
 import {
   ATTEMPT_GUARD_MS,
   earliestNext,
@@ -129,12 +130,7 @@ export class HeartbeatScheduler {
       () => ac.abort(new AgentError('network', 'request timed out', { code: 'ETIMEDOUT' })),
       ATTEMPT_GUARD_MS,
     );
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = (): void => reject(ac.signal.reason);
-      if (ac.signal.aborted) return onAbort();
-      ac.signal.addEventListener('abort', onAbort, { once: true });
-      call(ac.signal).then(resolve, reject);
-    }).finally(() => guard.cancel());
+    return raceAbort(call(ac.signal), ac.signal).finally(() => guard.cancel());
   }
 
   private async beat(ac: AbortController): Promise<void> {
