@@ -13,12 +13,10 @@ const HELP = `usage: c2c-agent <command> [options]
   c2c-agent run                      the daemon, in the foreground (systemd Type=notify)
   c2c-agent check   [--json]         pairing check: verify the token with GET /v2/devices/me
   c2c-agent status  [--json]         the running daemon's state, read locally, no network
-  c2c-agent pair    [--json] [--timeout SECONDS]   device-code pairing
-  c2c-agent unpair                   revoke the token at the service and forget it locally
   c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
-  c2c-agent channels [--json]        channels detected here vs. channels the service knows
-  c2c-agent queue   [--json]         what the offline queue holds
   c2c-agent --version | --help
+
+Not in this version yet (exit 64): pair, unpair, channels, queue.
 
 Settings options, accepted by every command (each also comes from the
 environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config.json):
@@ -28,6 +26,9 @@ environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config
 
 Exit codes: 0 ok, 1 internal error, 64 usage, 69 service unavailable,
 75 temporary failure, 76 protocol error, 77 not authorized, 78 configuration error.`;
+
+// In the contract, built by later work: say so rather than "unknown command".
+const PLANNED = new Set(['pair', 'unpair', 'channels', 'queue']);
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
@@ -42,6 +43,9 @@ async function main(argv: string[]): Promise<number> {
   }
   if (name.startsWith('-')) throw usageError(`unknown option '${name}' (the command comes first); run c2c-agent --help`);
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (load === undefined && PLANNED.has(name)) {
+    throw usageError(`'${name}' is not available in this version of c2c-agent ${agentVersion()}; run c2c-agent --help`);
+  }
   if (load === undefined) throw usageError(`unknown command '${name}'; run c2c-agent --help`);
   const mod = await load();
   const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);
