@@ -2,6 +2,9 @@
 // check, every re-authorization). Unknown fields are kept: the service adds
 // fields over time. A known field with the wrong type is a protocol error
 // that names the field, so a bad deploy on the other side is diagnosable.
+// The real service sends null for optional fields never set (a fresh unit
+// has no last_seen_at): null is read as absent and dropped from the result,
+// so no code downstream meets a null where the type promises a string.
 import { AgentError } from '../lib/errors.js';
 import type { Device } from './types.js';
 
@@ -28,11 +31,17 @@ class Checker {
     return isRecord(v) ? v : this.fail(field, v, 'an object');
   }
 
+  /** Drops a null optional field, so it reads as absent from here on. */
+  nullAsAbsent(r: Rec, key: string): void {
+    if (r[key] === null) delete r[key];
+  }
+
   requiredString(r: Rec, key: string, prefix = ''): void {
     if (typeof r[key] !== 'string') this.fail(prefix + key, r[key], 'a string');
   }
 
   optionalString(r: Rec, key: string, prefix = ''): void {
+    this.nullAsAbsent(r, key);
     if (r[key] !== undefined && typeof r[key] !== 'string') this.fail(prefix + key, r[key], 'a string');
   }
 
@@ -41,10 +50,14 @@ class Checker {
     if (v !== undefined && v !== null && typeof v !== 'string') this.fail(prefix + key, v, 'a string or null');
   }
 
+  /** A nested record, copied into r so dropping its null fields leaves the caller's value untouched. */
   optionalRecord(r: Rec, key: string, prefix = ''): Rec | undefined {
+    this.nullAsAbsent(r, key);
     const v = r[key];
     if (v === undefined) return undefined;
-    return isRecord(v) ? v : this.fail(prefix + key, v, 'an object');
+    const copy = isRecord(v) ? { ...v } : this.fail(prefix + key, v, 'an object');
+    r[key] = copy;
+    return copy;
   }
 }
 
@@ -52,7 +65,7 @@ const DEVICE_STRINGS = ['_type', 'name', 'status', 'project_id', 'asset_type', '
 
 export function validateDevice(value: unknown, what: string): Device {
   const c: Checker = new Checker(what);
-  const d = c.record(value, '(body)');
+  const d = { ...c.record(value, '(body)') };
   c.requiredString(d, 'id');
   for (const key of DEVICE_STRINGS) c.optionalString(d, key);
 
@@ -62,15 +75,17 @@ export function validateDevice(value: unknown, what: string): Device {
     c.optionalString(project, 'name', 'project.');
   }
 
+  c.nullAsAbsent(d, 'channels');
   const channels = d.channels;
   if (channels !== undefined) {
     if (!Array.isArray(channels)) c.fail('channels', channels, 'an array');
-    channels.forEach((ch, i) => {
-      const rec = c.record(ch, `channels[${i}]`);
+    d.channels = channels.map((ch: unknown, i) => {
+      const rec = { ...c.record(ch, `channels[${i}]`) };
       c.requiredString(rec, 'id', `channels[${i}].`);
       c.optionalString(rec, 'name', `channels[${i}].`);
       c.optionalString(rec, 'asset_type', `channels[${i}].`);
       c.optionalString(rec, 'status', `channels[${i}].`);
+      return rec;
     });
   }
 
@@ -81,7 +96,8 @@ export function validateDevice(value: unknown, what: string): Device {
     const scopes = c.optionalRecord(auth, 'scopes', 'authorization.');
     if (scopes) {
       for (const [k, v] of Object.entries(scopes)) {
-        if (k !== 'id' && k !== '_type' && typeof v !== 'boolean') c.fail(`authorization.scopes.${k}`, v, 'a boolean');
+        if (v === null) delete scopes[k];
+        else if (k !== 'id' && k !== '_type' && typeof v !== 'boolean') c.fail(`authorization.scopes.${k}`, v, 'a boolean');
       }
     }
   }
@@ -90,7 +106,7 @@ export function validateDevice(value: unknown, what: string): Device {
 
 export function validateHealth(value: unknown, what: string): { status: string } {
   const c = new Checker(what);
-  const r = c.record(value, '(body)');
+  const r = { ...c.record(value, '(body)') };
   c.requiredString(r, 'status');
   return r as { status: string };
 }

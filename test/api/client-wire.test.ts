@@ -155,6 +155,26 @@ describe('reading answers', () => {
     expect((await failure(api.getDevice())).message).toContain("content-type 'text/plain'");
   });
 
+  test('a 2xx body that fails validation or is not JSON is a protocol error carrying the 2xx status (the token was accepted)', async () => {
+    handler = (_req, res) => json(res, 200, { id: 5 });
+    expect(await failure(api.getDevice())).toMatchObject({ kind: 'protocol', status: 200, details: { status: 200 } });
+    handler = (_req, res) => json(res, 203, '{"id": "d"');
+    expect(await failure(api.getDevice())).toMatchObject({ kind: 'protocol', status: 203 });
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<html>portal</html>');
+    };
+    expect(await failure(api.getDevice())).toMatchObject({ kind: 'protocol', status: 200 });
+    handler = (_req, res) => json(res, 200, { status: 3 });
+    expect(await failure(api.health())).toMatchObject({ kind: 'protocol', status: 200 });
+  });
+
+  test('a Device with null optional fields, as the real service sends, is accepted', async () => {
+    handler = (_req, res) => json(res, 200, { id: 'd', name: null, last_seen_at: null, last_known_firmware_version: null, project_id: null });
+    const { value } = await api.getDevice();
+    expect(value).toEqual({ id: 'd' });
+  });
+
   test('heartbeat accepts 204 and rejects a captive portal redirect', async () => {
     handler = (_req, res) => {
       res.writeHead(204);

@@ -3,6 +3,7 @@
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
 import { clockOffset, parseRateLimit, parseRetryAfter, retryDelayFromWindow } from '../../agent/api/rate-limit.js';
+import { checkFacts } from '../../agent/cli/check-report.js';
 import { describeLegacyError, errorForStatus, kindForStatus, networkError, parseLegacyError } from '../../agent/api/http-errors.js';
 import { validateDevice } from '../../agent/api/validate.js';
 import { AgentError } from '../../agent/lib/errors.js';
@@ -147,10 +148,42 @@ describe('Device validation', () => {
     expect(validateDevice({ id: 'x' }, 'w').id).toBe('x');
   });
 
+  test('null in any optional field reads as absent and is dropped, as the real service sends for fields never set', () => {
+    const fresh = {
+      ...good,
+      name: null,
+      status: null,
+      project_id: null,
+      asset_type: null,
+      last_seen_at: null,
+      last_known_firmware_version: null,
+      project: { id: null, name: null },
+      channels: [{ id: 'c1', name: null, asset_type: null, status: null }],
+      authorization: { id: null, expires_at: null, scopes: { asset_create: true, offline: null } },
+    };
+    const before = JSON.stringify(fresh);
+    const d = validateDevice(fresh, 'GET /v2/devices/me');
+    for (const key of ['name', 'status', 'project_id', 'asset_type', 'last_seen_at', 'last_known_firmware_version']) expect(key in d).toBe(false);
+    expect(d.project).toEqual({});
+    expect(d.channels).toEqual([{ id: 'c1' }]);
+    // expires_at null is meaningful ("never expires") and typed string | null: kept.
+    expect(d.authorization).toEqual({ expires_at: null, scopes: { asset_create: true } });
+    // The caller's parsed body is not mutated.
+    expect(JSON.stringify(fresh)).toBe(before);
+    expect(validateDevice({ id: 'x', project: null, channels: null, authorization: null }, 'w')).toEqual({ id: 'x' });
+  });
+
+  test('check facts from a record with every optional field null', () => {
+    const d = validateDevice({ id: 'dev-1', name: null, status: null, project_id: null, project: null, channels: null, authorization: null, last_seen_at: null }, 'w');
+    const facts = checkFacts(d, Date.now());
+    expect(facts.device).toEqual({ id: 'dev-1', name: null, status: null, project_id: null, project: null, channels: [] });
+    expect(facts.expiresAt).toBeNull();
+  });
+
   test.each([
     [{ ...good, channels: 'c1' }, "field 'channels' is a string, expected an array"],
     [{ ...good, id: 7 }, "field 'id' is a number, expected a string"],
-    [{ ...good, name: null }, "field 'name' is null, expected a string"],
+    [{ ...good, name: 7 }, "field 'name' is a number, expected a string"],
     [{ ...good, project: 'p1' }, "field 'project' is a string, expected an object"],
     [{ ...good, project: { name: 5 } }, "field 'project.name' is a number"],
     [{ ...good, channels: [{ name: 'x' }] }, "field 'channels[0].id' is missing, expected a string"],
