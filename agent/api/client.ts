@@ -29,7 +29,21 @@ export interface DeviceApiOptions {
   /** Overall cap per request in agent ms (default and maximum 30 000). */
   timeoutMs?: number;
   logger?: Logger;
+  /** How long a kept-alive socket may sit unused before it is closed, real ms (default IDLE_SOCKET_MS). */
+  idleSocketMs?: number;
 }
+
+/**
+ * Back-to-back calls (GET me, then /health) reuse a connection, but a socket
+ * idle for a heartbeat interval (60 to 300 s) would race the server's or a
+ * load balancer's idle close (ALB ~60 s, nginx ~75 s) and fail the heartbeat
+ * with ECONNRESET. Node's Agent applies `timeout` to free sockets and
+ * destroys a free socket when it fires (it only shortens it for a server's
+ * Keep-Alive hint), so anything kept longer than this opens a fresh connection.
+ * A request in flight is not cut by it: Node only destroys free sockets on
+ * timeout, and got's own timers govern live requests.
+ */
+export const IDLE_SOCKET_MS = 4_000;
 
 export interface RequestSpec {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -89,7 +103,8 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
   const { clock, logger } = options;
   const timeoutMs = Math.min(options.timeoutMs ?? MAX_TIMEOUT_MS, MAX_TIMEOUT_MS);
   const tokenOf = typeof options.token === 'function' ? options.token : (): string => options.token as string;
-  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+  const idle = options.idleSocketMs ?? IDLE_SOCKET_MS;
+  const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
   const instance: Got = got.extend({
     prefixUrl: options.baseUrl,
     headers: {
