@@ -228,8 +228,15 @@ function resolveApiUrl(found: Found | undefined, configFile: string, required: b
     registerSecret(url.password);
     throw configError(`API URL from ${found.source} must not carry user:password credentials`, found.source);
   }
-  if (url.protocol === 'https:') return found.value;
-  if (url.protocol === 'http:' && isLoopbackUrl(url)) return found.value;
+  // got's prefixUrl is joined as text: 'https://h/?a=b' would request
+  // '/?a=b/v2/devices/me'. Only a path prefix (https://host/api) means anything.
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(found.value)) {
+    throw configError(`API URL ${quote(found.value)} from ${found.source} is refused: it must not carry a query (?) or fragment (#); a path prefix like https://host/api is fine`, found.source);
+  }
+  // One form for every spelling ('https://h/api/', 'https://h/api//'), so the joined paths never hold '//'.
+  const normalised = `${url.origin}${url.pathname.replace(/\/+$/, '')}`;
+  if (url.protocol === 'https:') return normalised;
+  if (url.protocol === 'http:' && isLoopbackUrl(url)) return normalised;
   const why = url.protocol === 'http:' ? 'http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost)' : 'it must start with https://';
   throw configError(`API URL ${quote(found.value)} from ${found.source} is refused: ${why}`, found.source);
 }

@@ -60,6 +60,18 @@ describe('request headers', () => {
     expect(h['accept-encoding']).toBeUndefined();
   });
 
+  test('an API URL with a path prefix puts the prefix before every path', async () => {
+    handler = (_req, res) => json(res, 200, { id: 'd' });
+    const { port } = server.address() as AddressInfo;
+    const prefixed = createDeviceApi({ baseUrl: `http://127.0.0.1:${port}/api`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: new SystemClock() });
+    try {
+      await prefixed.getDevice();
+      expect(seen.at(-1)!.url).toBe('/api/v2/devices/me');
+    } finally {
+      prefixed.close();
+    }
+  });
+
   test('health and form posts go without the bearer but with the version', async () => {
     handler = (_req, res) => json(res, 200, { status: 'ok' });
     await api.health();

@@ -126,6 +126,23 @@ describe('config errors: exit 78, one line naming the setting and its source', (
     expect(fails({ apiUrl: 'not a url' })).toBe("API URL 'not a url' from --api-url is not a valid URL");
   });
 
+  it('a query or fragment in the API URL is refused, naming the source (got would append the path after it)', () => {
+    expect(fails({ apiUrl: 'https://api.example/?a=b' })).toBe(
+      "API URL 'https://api.example/?a=b' from --api-url is refused: it must not carry a query (?) or fragment (#); a path prefix like https://host/api is fine",
+    );
+    expect(fails({}, { C2C_API_URL: 'https://api.example/api#x' })).toContain('from environment C2C_API_URL is refused: it must not carry a query');
+    const f = configWith('query.json', { apiUrl: 'http://127.0.0.1:8080?' });
+    expect(fails({}, { C2C_CONFIG: f })).toContain(`from config ${f} key apiUrl is refused: it must not carry a query`);
+  });
+
+  it('a path prefix is kept and trailing slashes are normalised away', () => {
+    expect(load({ apiUrl: 'https://api.example/api/' }).apiUrl).toBe('https://api.example/api');
+    expect(load({ apiUrl: 'https://api.example/api//' }).apiUrl).toBe('https://api.example/api');
+    expect(load({ apiUrl: 'https://api.example/api' }).apiUrl).toBe('https://api.example/api');
+    expect(load({ apiUrl: 'https://api.example/' }).apiUrl).toBe('https://api.example');
+    expect(load({ apiUrl: 'http://127.0.0.1:8080/' }).apiUrl).toBe('http://127.0.0.1:8080');
+  });
+
   it('never echoes credentials embedded in the URL', () => {
     const msg = fails({ apiUrl: 'https://user:hunter2secret@api.example' });
     expect(msg).toBe('API URL from --api-url must not carry user:password credentials');
