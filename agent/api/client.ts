@@ -122,6 +122,9 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
     agent: agents,
   });
   let lastMeta: ResponseMeta | undefined;
+  // The latest server-minus-local offset any answer carried: an answer
+  // without Date (a proxy's 429) is still measured against server time.
+  let knownOffsetMs: number | undefined;
 
   function metaOf(res: Response): ResponseMeta {
     const headers = res.headers as HeaderBag;
@@ -176,6 +179,7 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
     }
     const meta = metaOf(res);
     lastMeta = meta;
+    if (meta.clockOffsetMs !== undefined) knownOffsetMs = meta.clockOffsetMs;
     if (logger?.isLevelEnabled('trace')) {
       // Named headers only: the request's Authorization must never reach a log.
       const h = res.headers;
@@ -213,8 +217,10 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
     } catch {
       body = undefined; // an HTML error page from a proxy: the status says enough
     }
-    const ctx = { what: res.what, status: res.status, headers: res.headers, body, rateLimit: res.meta.rateLimit, localWallMs: clock.wallNow() };
-    return errorForStatus(res.meta.clockOffsetMs === undefined ? ctx : { ...ctx, clockOffsetMs: res.meta.clockOffsetMs });
+    const ctx: Parameters<typeof errorForStatus>[0] = { what: res.what, status: res.status, headers: res.headers, body, rateLimit: res.meta.rateLimit, localWallMs: clock.wallNow() };
+    if (res.meta.clockOffsetMs !== undefined) ctx.clockOffsetMs = res.meta.clockOffsetMs;
+    if (knownOffsetMs !== undefined) ctx.knownClockOffsetMs = knownOffsetMs;
+    return errorForStatus(ctx);
   }
 
   /** JSON from a 2xx answer, else the typed error. */

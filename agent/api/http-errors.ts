@@ -78,6 +78,8 @@ export interface StatusContext {
   body: unknown;
   rateLimit: RateLimitInfo;
   clockOffsetMs?: number;
+  /** Server minus local wall time learnt from an earlier answer, for an answer without Date. */
+  knownClockOffsetMs?: number;
   localWallMs: number;
 }
 
@@ -91,7 +93,7 @@ export function errorForStatus(ctx: StatusContext): AgentError {
   const details: ConstructorParameters<typeof AgentError>[2] = { status: ctx.status, rateLimit: ctx.rateLimit, source: ctx.what };
   if (ctx.clockOffsetMs !== undefined) details.clockOffsetMs = ctx.clockOffsetMs;
   if (kind === 'rate-limited' || (kind === 'server' && ctx.status === 503)) {
-    const retry = parseRetryAfter(ctx.headers, ctx.localWallMs);
+    const retry = parseRetryAfter(ctx.headers, ctx.localWallMs, ctx.clockOffsetMs ?? ctx.knownClockOffsetMs);
     if (retry !== undefined) details.retryAfterMs = retry;
     else if (kind === 'rate-limited') details.retryAfterMs = retryDelayFromWindow(ctx.rateLimit);
   }

@@ -5,7 +5,7 @@ import type { RateLimitInfo } from '../lib/errors.js';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
-const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
+export const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 /** The spec's advice when a 429 carries nothing better: pause about one second. */
 export const DEFAULT_RETRY_AFTER_MS = 1000;
 
@@ -48,19 +48,33 @@ export function clockOffset(headers: HeaderBag, localWallMs: number): number | u
 }
 
 /**
- * Retry-After as a delay in ms: delta-seconds or an HTTP-date. An HTTP-date
- * is measured against the server's own Date when it sent one, so a device
- * whose wall clock is off (a Pi without RTC before NTP) still waits right.
+ * The longest wait an HTTP-date Retry-After may ask for when there is no
+ * server time to measure it against (no Date on this answer, no offset known
+ * from an earlier one): the local wall clock may be hours off (a Pi without
+ * RTC before NTP), so the date minus local time is anything from 0 to a day.
+ * Five minutes keeps a misread date from silencing the unit for longer than
+ * its slowest heartbeat; the caller's own backoff still grows on repeated 429s.
  */
-export function parseRetryAfter(headers: HeaderBag, localWallMs: number): number | undefined {
+export const UNANCHORED_RETRY_AFTER_CAP_MS = 300_000;
+
+/**
+ * Retry-After as a delay in ms: delta-seconds or an HTTP-date. An HTTP-date
+ * is measured against the server's own Date when it sent one, else against
+ * local wall time corrected by `knownOffsetMs` (server minus local, from an
+ * earlier answer), so a device whose wall clock is off still waits right.
+ * With neither, the delay is bounded by UNANCHORED_RETRY_AFTER_CAP_MS.
+ */
+export function parseRetryAfter(headers: HeaderBag, localWallMs: number, knownOffsetMs?: number): number | undefined {
   const raw = header(headers, 'retry-after');
   if (raw === undefined) return undefined;
   const seconds = raw.trim();
   if (/^\d{1,10}(\.\d+)?$/.test(seconds)) return Math.min(Number(seconds) * 1000, MAX_RETRY_AFTER_MS);
   const at = parseHttpDate(raw);
   if (at === undefined) return undefined;
-  const reference = parseHttpDate(header(headers, 'date')) ?? localWallMs;
-  return Math.min(Math.max(0, at - reference), MAX_RETRY_AFTER_MS);
+  const serverDate = parseHttpDate(header(headers, 'date'));
+  const delay = Math.max(0, at - (serverDate ?? localWallMs + (knownOffsetMs ?? 0)));
+  const anchored = serverDate !== undefined || (knownOffsetMs !== undefined && Number.isFinite(knownOffsetMs));
+  return Math.min(delay, anchored ? MAX_RETRY_AFTER_MS : UNANCHORED_RETRY_AFTER_CAP_MS);
 }
 
 /**

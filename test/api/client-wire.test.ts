@@ -187,6 +187,39 @@ describe('reading answers', () => {
     expect(value).toEqual({ id: 'd' });
   });
 
+  test.each([12, -12])('a 429 Retry-After date is measured in server time with the local wall clock %d h off', async (hours) => {
+    const skewed = new (class extends SystemClock {
+      override wallNow(): number {
+        return super.wallNow() + hours * 3600_000;
+      }
+    })();
+    const { port } = server.address() as AddressInfo;
+    const skewedApi = createDeviceApi({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: skewed });
+    // 60 s after the server's own Date (set here, from the same instant), which is what the server meant.
+    const second = (): number => Math.floor(Date.now() / 1000) * 1000;
+    const retryAt = (now: number): string => new Date(now + 60_000).toUTCString();
+    try {
+      handler = (_req, res) => {
+        const now = second();
+        json(res, 429, {}, { date: new Date(now).toUTCString(), 'retry-after': retryAt(now) });
+      };
+      const withDate = await failure(skewedApi.heartbeat());
+      expect(withDate.kind).toBe('rate-limited');
+      expect(withDate.details.retryAfterMs).toBe(60_000);
+
+      // A proxy's 429 without Date: the offset from the answer before still anchors it.
+      handler = (_req, res) => {
+        res.sendDate = false;
+        json(res, 429, {}, { 'retry-after': retryAt(second()) });
+      };
+      const noDate = await failure(skewedApi.heartbeat());
+      expect(noDate.details.retryAfterMs).toBeGreaterThanOrEqual(58_000);
+      expect(noDate.details.retryAfterMs).toBeLessThanOrEqual(61_000);
+    } finally {
+      skewedApi.close();
+    }
+  });
+
   test('heartbeat accepts 204 and rejects a captive portal redirect', async () => {
     handler = (_req, res) => {
       res.writeHead(204);

@@ -2,7 +2,7 @@
 // Date, the legacy error body, and the Device record.
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { clockOffset, parseRateLimit, parseRetryAfter, retryDelayFromWindow } from '../../agent/api/rate-limit.js';
+import { clockOffset, MAX_RETRY_AFTER_MS, parseRateLimit, parseRetryAfter, retryDelayFromWindow, UNANCHORED_RETRY_AFTER_CAP_MS } from '../../agent/api/rate-limit.js';
 import { checkFacts } from '../../agent/cli/check-report.js';
 import { describeLegacyError, errorForStatus, kindForStatus, networkError, parseLegacyError } from '../../agent/api/http-errors.js';
 import { validateDevice } from '../../agent/api/validate.js';
@@ -51,6 +51,74 @@ describe('rate-limit headers', () => {
     expect(clockOffset({ date: new Date(NOW + 120_000).toUTCString() }, NOW)).toBe(120_500);
     expect(clockOffset({ date: 'yesterday-ish' }, NOW)).toBeUndefined();
     expect(clockOffset({}, NOW)).toBeUndefined();
+  });
+});
+
+describe('wall-clock dependent parsing under clock jumps (local clock up to 12 h off the server)', () => {
+  const H12 = 12 * 3600_000;
+  // Server times on whole seconds, as an HTTP-date carries them.
+  const serverNow = fc.integer({ min: Date.UTC(2024, 0, 1) / 1000, max: Date.UTC(2030, 0, 1) / 1000 }).map((s) => s * 1000);
+  const skew = fc.integer({ min: -H12, max: H12 });
+  const http = (ms: number): string => new Date(ms).toUTCString();
+
+  test('an HTTP-date Retry-After relative to the server Date gives the server-intended delay whatever the local wall time', () => {
+    fc.assert(
+      fc.property(serverNow, skew, fc.integer({ min: 0, max: 7 * 24 * 3600 }), (now, off, delaySeconds) => {
+        const headers = { date: http(now), 'retry-after': http(now + delaySeconds * 1000) };
+        expect(parseRetryAfter(headers, now + off)).toBe(Math.min(delaySeconds * 1000, MAX_RETRY_AFTER_MS));
+        // A stale offset learnt earlier never overrides this answer's own Date.
+        expect(parseRetryAfter(headers, now + off, -off + 3600_000)).toBe(Math.min(delaySeconds * 1000, MAX_RETRY_AFTER_MS));
+      }),
+    );
+  });
+
+  test('a Retry-After date already past by the server clock is 0, even when the local clock is far behind', () => {
+    const now = Date.UTC(2026, 5, 1, 12);
+    expect(parseRetryAfter({ date: http(now), 'retry-after': http(now - 60_000) }, now - H12)).toBe(0);
+    expect(parseRetryAfter({ date: http(now), 'retry-after': http(now - 60_000) }, now + H12)).toBe(0);
+  });
+
+  test('without a server Date, a Retry-After date is never negative and never above the unanchored cap', () => {
+    fc.assert(
+      fc.property(serverNow, skew, fc.integer({ min: -3600, max: 7 * 24 * 3600 }), (now, off, delaySeconds) => {
+        const ms = parseRetryAfter({ 'retry-after': http(now + delaySeconds * 1000) }, now + off);
+        expect(ms).toBeGreaterThanOrEqual(0);
+        expect(ms).toBeLessThanOrEqual(UNANCHORED_RETRY_AFTER_CAP_MS);
+      }),
+    );
+    // Local clock 12 h behind: the date looks 12 h away; the wait stays at the cap, not half a day.
+    const now = Date.UTC(2026, 5, 1, 12);
+    expect(parseRetryAfter({ 'retry-after': http(now + 5000) }, now - H12)).toBe(UNANCHORED_RETRY_AFTER_CAP_MS);
+    // Local clock 12 h ahead: the date looks long past: retry at once rather than a negative wait.
+    expect(parseRetryAfter({ 'retry-after': http(now + 5000) }, now + H12)).toBe(0);
+  });
+
+  test('without a server Date, an offset learnt from an earlier answer measures the date in server time', () => {
+    fc.assert(
+      fc.property(serverNow, skew, fc.integer({ min: 0, max: 3600 }), (now, off, delaySeconds) => {
+        expect(parseRetryAfter({ 'retry-after': http(now + delaySeconds * 1000) }, now + off, -off)).toBe(delaySeconds * 1000);
+      }),
+    );
+  });
+
+  test('delta-seconds never depend on the wall clock', () => {
+    fc.assert(
+      fc.property(serverNow, skew, (now, off) => {
+        expect(parseRetryAfter({ date: http(now), 'retry-after': '30' }, now + off)).toBe(30_000);
+        expect(parseRetryAfter({ 'retry-after': '30' }, now + off)).toBe(30_000);
+      }),
+    );
+  });
+
+  test('the clock offset is the server Date minus local wall time for any skew, centred in the Date second', () => {
+    fc.assert(
+      fc.property(serverNow, skew, fc.integer({ min: 0, max: 999 }), (now, off, intoSecond) => {
+        // The server is `intoSecond` ms into the second its Date names; the estimate is off by at most 0.5 s.
+        const estimate = clockOffset({ date: http(now) }, now + intoSecond + off);
+        expect(estimate).toBeDefined();
+        expect(Math.abs(estimate! - -off)).toBeLessThanOrEqual(500);
+      }),
+    );
   });
 });
 
