@@ -5,17 +5,29 @@
 // or anything personal. Written only on first use, so a healthy agent does
 // not wear the SD card.
 import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
+import { syncDirectory } from '../lib/atomic-write.js';
 import { configError } from '../lib/errors.js';
 import type { Settings } from './types.js';
 
 export const CLIENT_ID_STORE = 'agent-state';
 
-export async function getClientId(settings: Pick<Settings, 'clientId' | 'stateDir' | 'sources'>): Promise<{ clientId: string; source: string }> {
+export interface ClientIdDeps {
+  /** Injected by tests to see that the new id's directory entry is made durable. */
+  syncDirectory?: (dir: string) => Promise<void>;
+}
+
+export async function getClientId(
+  settings: Pick<Settings, 'clientId' | 'stateDir' | 'sources'>,
+  deps: ClientIdDeps = {},
+): Promise<{ clientId: string; source: string }> {
   if (settings.clientId !== undefined) return { clientId: settings.clientId, source: settings.sources.clientId ?? 'settings' };
   const file = path.join(settings.stateDir, `${CLIENT_ID_STORE}.json`);
   // conf is loaded only here: most commands never need a generated id.
   const { default: Conf } = await import('conf');
+  const sync = deps.syncDirectory ?? syncDirectory;
+  const dirExisted = existsSync(settings.stateDir);
   try {
     const store = new Conf<{ clientId?: string }>({
       cwd: settings.stateDir,
@@ -29,6 +41,12 @@ export async function getClientId(settings: Pick<Settings, 'clientId' | 'stateDi
     if (typeof clientId !== 'string' || clientId === '') {
       clientId = randomUUID();
       store.set('clientId', clientId);
+      // conf (via atomically) fsyncs the file but not its directory: without
+      // this a power cut at first boot could lose the entry, and the unit
+      // would come back with a new identity. Once, on creation only.
+      await sync(settings.stateDir);
+      // Best effort: the parent (e.g. /var/lib) may not be readable by the agent's user.
+      if (!dirExisted) await sync(path.dirname(settings.stateDir)).catch(() => undefined);
     }
     return { clientId, source: file };
   } catch (err) {

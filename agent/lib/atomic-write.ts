@@ -34,7 +34,11 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
   if (durable) await syncDirectory(dir);
 }
 
-async function syncDirectory(dir: string): Promise<void> {
+/**
+ * fsync a directory, so a file created or renamed in it survives a power cut
+ * (fsyncing the file alone does not persist its directory entry).
+ */
+export async function syncDirectory(dir: string): Promise<void> {
   const handle = await fs.open(dir, 'r');
   try {
     await handle.sync();

@@ -2,6 +2,7 @@ import { describe, it, expect, afterAll } from '@jest/globals';
 import { statSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { getClientId } from '../../agent/config/client-id.js';
+import { syncDirectory } from '../../agent/lib/atomic-write.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { tempDir } from './helpers.js';
 
@@ -18,6 +19,28 @@ describe('client id', () => {
     expect(statSync(file).mode & 0o777).toBe(0o600);
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ clientId: first.clientId });
     expect((await getClientId({ stateDir, sources: {} })).clientId).toBe(first.clientId);
+  });
+
+  it('creating the id fsyncs the state directory (and its parent when conf made it); reading it again syncs nothing', async () => {
+    const parent = path.join(tmp.dir, 'sync-parent');
+    mkdirSync(parent);
+    const stateDir = path.join(parent, 'state');
+    const synced: string[] = [];
+    const deps = { syncDirectory: async (dir: string): Promise<void> => void synced.push(dir) };
+    const first = await getClientId({ stateDir, sources: {} }, deps);
+    expect(synced).toEqual([stateDir, parent]);
+    expect(statSync(path.join(stateDir, 'agent-state.json')).mode & 0o777).toBe(0o600);
+    synced.length = 0;
+    expect((await getClientId({ stateDir, sources: {} }, deps)).clientId).toBe(first.clientId);
+    expect(synced).toEqual([]);
+  });
+
+  it('the real directory sync works on an existing state dir', async () => {
+    const stateDir = path.join(tmp.dir, 'real-sync');
+    mkdirSync(stateDir);
+    await expect(syncDirectory(stateDir)).resolves.toBeUndefined();
+    const { clientId } = await getClientId({ stateDir, sources: {} });
+    expect(JSON.parse(readFileSync(path.join(stateDir, 'agent-state.json'), 'utf8'))).toEqual({ clientId });
   });
 
   it('an explicit setting wins and writes nothing', async () => {
