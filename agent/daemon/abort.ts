@@ -1,5 +1,7 @@
 // Small helpers shared by the daemon's request loops.
+import type { Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
+import { ATTEMPT_GUARD_MS } from './heartbeat-policy.js';
 
 /** One line for logs and status: kind, code or status, message. */
 export function describe(e: AgentError | undefined): string {
@@ -15,4 +17,10 @@ export function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', () => reject(signal.reason), { once: true });
     p.then(resolve, reject);
   });
+}
+
+/** One request under our own guard timer, in case the client's timeout does not fire. */
+export function guarded<T>(clock: Clock, ac: AbortController, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const guard = clock.setTimer(() => ac.abort(new AgentError('network', 'request timed out', { code: 'ETIMEDOUT' })), ATTEMPT_GUARD_MS);
+  return raceAbort(call(ac.signal), ac.signal).finally(() => guard.cancel());
 }

@@ -6,14 +6,13 @@ import type { Clock, Timer } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Device, DeviceApi } from '../api/types.js';
-import { backoffDelay } from '../lib/backoff.js';
-import { describe, raceAbort } from './abort.js';
+import { describe, guarded } from './abort.js';
+import { HealthProbe, pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay, startupRetryDelay, unreachable } from './check-retry.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat-scheduler.js';
 import { ATTEMPT_GUARD_MS, type AttemptRecord, type Bounds } from './heartbeat-policy.js';
 import { CredentialsWatch } from './credentials-watch.js';
-import { deviceFacts, heartbeatFacts, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
+import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 
-const MINUTE = 60_000;
 /** Watchdog slack past a due timer before the loop counts as wedged. */
 const HEALTH_GRACE_MS = 60_000;
 
@@ -45,7 +44,10 @@ export class Controller {
   private scheduler: HeartbeatScheduler | undefined;
   private lastAttempt: AttemptRecord | undefined;
   private lastBeat: HeartbeatOutcome | undefined;
-  private checkTimer: { timer: Timer; at: number } | undefined;
+  private checkTimer: { timer: Timer; at: number; why: CheckWhy } | undefined;
+  /** Before heartbeats run: notices the network coming back between start-up checks. */
+  private probe: HealthProbe | undefined;
+  private recordWarned = false;
   private checking: { ac: AbortController; since: number } | undefined;
   private credsWatch: CredentialsWatch | undefined;
   private checkFailures = 0;
@@ -58,6 +60,9 @@ export class Controller {
     this.started = this.moment();
     this.since = this.started;
     this.lastAttempt = this.d.lastAttempt;
+    const print = this.d.credentialsFingerprint;
+    this.credsWatch = print && new CredentialsWatch(this.d.clock, print, () => this.credentialsChanged());
+    this.probe = new HealthProbe(this.d.clock, this.d.random, (s) => this.d.api.health(s), () => void this.check(this.checkTimer?.why ?? 'start-up'));
     this.d.logger.info({ state: this.state }, 'c2c-agent daemon starting');
     this.publish(true);
     if (this.loadCredentials()) void this.check('start-up');
@@ -68,7 +73,7 @@ export class Controller {
     this.stopped = true;
     this.setState('stopping', 'signal');
     this.clearCheckTimer();
-    this.stopCredentialsPoll();
+    this.credsWatch?.stop();
     this.checking?.ac.abort(new AgentError('network', 'stopping', { code: 'ABORTED' }));
     await this.stopHeartbeats();
     this.setState('stopped', 'stopped by signal');
@@ -81,6 +86,11 @@ export class Controller {
     if (!this.loadCredentials()) return;
     this.clearCheckTimer();
     void this.check(this.state === 'needs-pairing' ? 'pairing' : 'reload');
+  }
+
+  private credentialsChanged(): void {
+    this.d.logger.info('credentials file changed; checking with the service');
+    this.reload();
   }
 
   /** For the watchdog: the loop has something armed, and it is not long overdue. */
@@ -106,35 +116,24 @@ export class Controller {
   }
 
   snapshot(): DaemonSnapshot {
-    const { info } = this.d;
-    const s: DaemonSnapshot = {
+    const v = this.scheduler?.view();
+    return buildSnapshot({
       state: this.state,
       reason: this.reason,
       since: this.since,
-      pid: info.pid,
       started: this.started,
       consecutiveFailures: this.lastBeat?.consecutiveFailures ?? this.checkFailures,
-      firmwareVersion: info.firmwareVersion,
-      agentVersion: info.agentVersion,
-      timeScale: info.timeScale,
-      updated: this.moment(),
-    };
-    if (info.procStart !== undefined) s.procStart = info.procStart;
-    if (info.profile !== undefined) s.profile = info.profile;
-    if (this.device) Object.assign(s, deviceFacts(this.device));
-    if (this.lastBeat) Object.assign(s, heartbeatFacts(this.lastBeat, this.moment(this.lastBeat.startedAt)));
-    const offset = this.lastBeat?.meta?.clockOffsetMs;
-    if (offset !== undefined) s.clockOffsetMs = offset;
-    const v = this.scheduler?.view();
-    if (v?.running && v.nextAt !== undefined) s.nextHeartbeat = this.moment(v.nextAt);
-    else if (this.checkTimer) s.nextCheck = this.moment(this.checkTimer.at);
-    return s;
+      info: this.d.info,
+      device: this.device,
+      lastBeat: this.lastBeat,
+      nextHeartbeatAt: v?.running ? v.nextAt : undefined,
+      nextCheckAt: this.checkTimer?.at,
+      moment: (mono) => this.moment(mono),
+    });
   }
 
-  private moment(mono = this.d.clock.now()): Moment {
-    // The wall time the event really happens: agent ms shrink by the time scale in real time.
-    const wall = this.d.clock.wallNow() + (mono - this.d.clock.now()) / this.d.clock.scale;
-    return { at: new Date(wall).toISOString(), monotonic: Math.round(mono) };
+  private moment(mono?: number): Moment {
+    return momentOf(this.d.clock, mono);
   }
 
   private publish(transition: boolean): void {
@@ -169,15 +168,13 @@ export class Controller {
     this.clearCheckTimer();
     const ac = new AbortController();
     this.checking = { ac, since: this.d.clock.now() };
-    const guard = this.d.clock.setTimer(() => ac.abort(new AgentError('network', 'request timed out', { code: 'ETIMEDOUT' })), ATTEMPT_GUARD_MS);
     let device: Device | undefined;
     let error: AgentError | undefined;
     try {
-      device = (await raceAbort(this.d.api.getDevice(ac.signal), ac.signal)).value;
+      device = (await guarded(this.d.clock, ac, (s) => this.d.api.getDevice(s))).value;
     } catch (err) {
       error = err instanceof AgentError ? err : new AgentError('internal', String(err));
     } finally {
-      guard.cancel();
       this.checking = undefined;
     }
     if (this.stopped) return;
@@ -185,32 +182,44 @@ export class Controller {
     const e = error as AgentError;
     if (e.kind === 'unauthorized' || e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
     if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
+    if (e.kind === 'protocol' && e.status !== undefined && e.status >= 200 && e.status < 300) return this.checkedUnreadable(e, why);
     this.checkFailures++;
     const heartbeating = this.scheduler !== undefined;
     if (this.state === 'needs-pairing') {
-      this.armCheck('pairing', backoffDelay({ baseMs: 30_000, capMs: 5 * MINUTE, floorMs: 30_000 }, this.checkFailures, this.d.random));
+      this.armCheck('pairing', pairingRetryDelay(this.checkFailures, this.d.random));
     } else if (heartbeating) {
-      // The heartbeats report reachability; a failed re-verify just comes back later.
-      this.armCheck('periodic', backoffDelay({ baseMs: 5 * MINUTE, capMs: 15 * MINUTE, floorMs: 2 * MINUTE }, 0, this.d.random));
+      this.armCheck('periodic', reverifyRetryDelay(this.d.random));
     } else {
       this.setState(e.kind === 'rate-limited' ? 'rate-limited' : 'offline', describe(e));
-      const wait = backoffDelay({ baseMs: 5_000, capMs: 5 * MINUTE, floorMs: 2_000 }, this.checkFailures, this.d.random);
-      this.armCheck(why, Math.max(wait, e.kind === 'rate-limited' ? (e.details.retryAfterMs ?? 0) : 0));
+      this.armCheck(why, startupRetryDelay(e, this.checkFailures, this.d.random));
+      if (unreachable(e)) this.probe?.start();
     }
     this.publish(false);
   }
 
-  private checked(device: Device, why: CheckWhy): void {
-    this.device = device;
+  /**
+   * A 2xx whose body fails validation still proves the token: heartbeat on
+   * the facts we have (maybe none) rather than retry a GET the service keeps
+   * answering, and try the record again at the normal re-verify rate.
+   */
+  private checkedUnreadable(e: AgentError, why: CheckWhy): void {
+    if (!this.recordWarned) this.d.logger.warn({ err: e.message }, 'device record unreadable; heartbeating anyway, the token was accepted');
+    this.recordWarned = true;
+    this.checked(undefined, why);
+  }
+
+  private checked(device: Device | undefined, why: CheckWhy): void {
+    if (device) {
+      this.device = device;
+      this.recordWarned = false;
+    }
     this.checkFailures = 0;
-    this.stopCredentialsPoll();
-    const paused = device.status === 'paused';
+    this.credsWatch?.stop();
+    const paused = this.device?.status === 'paused';
     if (paused) this.setState('paused', 'the service says the device is paused');
-    else if (this.state !== 'rate-limited' || why !== 'periodic') this.setState('online', `verified (${why})`);
+    else if (this.state !== 'rate-limited' || why !== 'periodic') this.setState('online', `${device ? 'verified' : 'token accepted'} (${why})`);
     if (!this.scheduler) this.startHeartbeats();
-    // Paused: look again sooner, so uploads resume soon after the person unpauses.
-    const base = paused ? 15 * MINUTE : 60 * MINUTE;
-    this.armCheck('periodic', base * (0.85 + 0.3 * this.d.random()));
+    this.armCheck('periodic', reverifyDelay(paused, this.d.random));
     this.publish(false);
   }
 
@@ -268,36 +277,22 @@ export class Controller {
     void this.stopHeartbeats();
     this.heartbeat401 = 0;
     this.setState('needs-pairing', reason);
-    // A low rate: the token will not come back by itself, only a person pairing does that.
-    this.armCheck('pairing', (15 + 15 * this.d.random()) * MINUTE);
-    this.startCredentialsPoll();
+    this.armCheck('pairing', pairingCheckDelay(this.d.random));
+    this.credsWatch?.start();
     this.publish(false);
-  }
-
-  private startCredentialsPoll(): void {
-    const print = this.d.credentialsFingerprint;
-    if (this.credsWatch || !print) return;
-    this.credsWatch = new CredentialsWatch(this.d.clock, print, () => {
-      this.d.logger.info('credentials file changed; checking with the service');
-      this.reload();
-    });
-    this.credsWatch.start();
-  }
-
-  private stopCredentialsPoll(): void {
-    this.credsWatch?.stop();
-    this.credsWatch = undefined;
   }
 
   private armCheck(why: CheckWhy, ms: number): void {
     this.clearCheckTimer();
     if (this.stopped) return;
     const at = this.d.clock.now() + ms;
-    this.checkTimer = { at, timer: this.d.clock.setTimer(() => void this.check(why), ms) };
+    this.checkTimer = { at, why, timer: this.d.clock.setTimer(() => void this.check(why), ms) };
   }
 
+  /** The probe only hurries the armed check along, so it goes with it (and one request at a time). */
   private clearCheckTimer(): void {
     this.checkTimer?.timer.cancel();
     this.checkTimer = undefined;
+    this.probe?.stop();
   }
 }

@@ -24,6 +24,9 @@ export const MAX_RETRY_AFTER_MS = 3_600_000;
 export const RATE_LIMIT_CAP_MS = 300_000;
 export const FAILURE_CAP_MS = 300_000;
 
+/** Agent-monotonic time at boot (see lastEndOf). */
+export const BOOT = 0;
+
 export const DEFAULT_BOUNDS = { minSeconds: 60, maxSeconds: 270 } as const;
 
 export interface Bounds {
@@ -51,17 +54,24 @@ export interface AttemptRecord {
  * When the previous attempt may have reached the service at the latest. A
  * record without an end comes from a process that died mid-request: its
  * request cannot have arrived after that process died, i.e. before `now`.
+ *
+ * No record at all is not proof of no recent attempt: the record lives on
+ * tmpfs, so a fast reboot (seconds, on a Pi) loses it while the service
+ * still has the heartbeat sent just before. Agent time is CLOCK_MONOTONIC
+ * (times the scale), which starts at 0 at boot, so boot is the latest an
+ * attempt we have no record of can have ended: the first heartbeat after a
+ * reboot waits until 62 agent-s after boot, and costs nothing otherwise.
  */
-export function lastEndOf(rec: AttemptRecord | undefined, now: number): number | undefined {
-  if (rec === undefined || !Number.isFinite(rec.startedAt)) return undefined;
+export function lastEndOf(rec: AttemptRecord | undefined, now: number): number {
+  if (rec === undefined || !Number.isFinite(rec.startedAt)) return BOOT;
   // From the future (another boot, another time scale): trust nothing, wait a full spacing.
   if (rec.startedAt > now || (rec.endedAt !== undefined && rec.endedAt > now)) return now;
   if (rec.endedAt !== undefined && Number.isFinite(rec.endedAt)) return Math.max(rec.endedAt, rec.startedAt);
   return Math.min(rec.startedAt + ATTEMPT_GUARD_MS + 5_000, now);
 }
 
-export function earliestNext(lastEnd: number | undefined): number {
-  return lastEnd === undefined ? -Infinity : lastEnd + MIN_SPACING_MS + SPACING_MARGIN_MS;
+export function earliestNext(lastEnd: number): number {
+  return lastEnd + MIN_SPACING_MS + SPACING_MARGIN_MS;
 }
 
 /** After a success: random within the bounds, then clamped by both invariants (spacing wins). */

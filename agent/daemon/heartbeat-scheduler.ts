@@ -4,9 +4,8 @@
 import type { Clock, Timer } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 import type { ApiResult } from '../api/types.js';
-import { raceAbort } from './abort.js';
+import { guarded } from './abort.js';
 import {
-  ATTEMPT_GUARD_MS,
   earliestNext,
   lastEndOf,
   nextAfterFailure,
@@ -124,15 +123,6 @@ export class HeartbeatScheduler {
     });
   }
 
-  /** Runs one request with our own guard timer, settling even if the transport ignores the signal. */
-  private guarded<T>(ac: AbortController, call: (s: AbortSignal) => Promise<T>): Promise<T> {
-    const guard = this.o.clock.setTimer(
-      () => ac.abort(new AgentError('network', 'request timed out', { code: 'ETIMEDOUT' })),
-      ATTEMPT_GUARD_MS,
-    );
-    return raceAbort(call(ac.signal), ac.signal).finally(() => guard.cancel());
-  }
-
   private async beat(ac: AbortController): Promise<void> {
     const planned: AttemptRecord = { startedAt: this.o.clock.now() };
     // Written BEFORE the request: a restart must see this attempt even if we die during it.
@@ -141,7 +131,7 @@ export class HeartbeatScheduler {
     const startedAt = planned.startedAt;
     let outcome: Omit<HeartbeatOutcome, 'nextAt' | 'consecutiveFailures' | 'endedAt'>;
     try {
-      const res = await this.guarded(ac, (s) => this.o.transport.heartbeat(s));
+      const res = await guarded(this.o.clock, ac, (s) => this.o.transport.heartbeat(s));
       outcome = { result: 'ok', startedAt, meta: res.meta };
     } catch (err) {
       const error = err instanceof AgentError ? err : new AgentError('internal', String(err));
@@ -192,7 +182,7 @@ export class HeartbeatScheduler {
   private async probe(ac: AbortController): Promise<void> {
     let reachable: boolean;
     try {
-      await this.guarded(ac, (s) => this.o.transport.health(s));
+      await guarded(this.o.clock, ac, (s) => this.o.transport.health(s));
       reachable = true;
     } catch (err) {
       // Any HTTP answer, even an error, means the network is back.

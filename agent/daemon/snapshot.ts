@@ -1,6 +1,7 @@
 // The daemon's live state as data: what the controller exposes, what
 // live-status.ts writes to the runtime dir, what `c2c-agent status` reads and
 // what systemd's STATUS= line says. Nothing secret belongs here.
+import type { Clock } from '../lib/clock.js';
 import type { RateLimitInfo } from '../lib/errors.js';
 import type { Device } from '../api/types.js';
 import type { HeartbeatOutcome } from './heartbeat-scheduler.js';
@@ -95,4 +96,51 @@ export function heartbeatFacts(b: HeartbeatOutcome, at: Moment): Pick<DaemonSnap
   const rateLimit = b.meta?.rateLimit ?? b.error?.details.rateLimit;
   if (rateLimit) out.rateLimit = rateLimit;
   return out;
+}
+
+export interface SnapshotParts {
+  state: DaemonState;
+  reason: string;
+  since: Moment;
+  started: Moment;
+  consecutiveFailures: number;
+  info: { firmwareVersion: string; profile?: string; agentVersion: string; timeScale: number; pid: number; procStart?: string };
+  device: Device | undefined;
+  lastBeat: HeartbeatOutcome | undefined;
+  /** Agent-monotonic; the heartbeat wins when both are set (the check then is only a re-verify). */
+  nextHeartbeatAt: number | undefined;
+  nextCheckAt: number | undefined;
+  /** Agent-monotonic time to a Moment; now when omitted. */
+  moment: (mono?: number) => Moment;
+}
+
+export function buildSnapshot(p: SnapshotParts): DaemonSnapshot {
+  const { info } = p;
+  const s: DaemonSnapshot = {
+    state: p.state,
+    reason: p.reason,
+    since: p.since,
+    pid: info.pid,
+    started: p.started,
+    consecutiveFailures: p.consecutiveFailures,
+    firmwareVersion: info.firmwareVersion,
+    agentVersion: info.agentVersion,
+    timeScale: info.timeScale,
+    updated: p.moment(),
+  };
+  if (info.procStart !== undefined) s.procStart = info.procStart;
+  if (info.profile !== undefined) s.profile = info.profile;
+  if (p.device) Object.assign(s, deviceFacts(p.device));
+  if (p.lastBeat) Object.assign(s, heartbeatFacts(p.lastBeat, p.moment(p.lastBeat.startedAt)));
+  const offset = p.lastBeat?.meta?.clockOffsetMs;
+  if (offset !== undefined) s.clockOffsetMs = offset;
+  if (p.nextHeartbeatAt !== undefined) s.nextHeartbeat = p.moment(p.nextHeartbeatAt);
+  else if (p.nextCheckAt !== undefined) s.nextCheck = p.moment(p.nextCheckAt);
+  return s;
+}
+
+/** An agent-monotonic time with the wall time it really happens: agent ms shrink by the time scale in real time. */
+export function momentOf(clock: Clock, mono = clock.now()): Moment {
+  const wall = clock.wallNow() + (mono - clock.now()) / clock.scale;
+  return { at: new Date(wall).toISOString(), monotonic: Math.round(mono) };
 }

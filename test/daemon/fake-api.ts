@@ -10,7 +10,9 @@ import type { ApiResult, Device, DeviceApi, ResponseMeta } from '../../agent/api
 export type Call = 'getDevice' | 'heartbeat' | 'health';
 
 export interface Behaviour {
-  outcome: 'ok' | 'network' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused';
+  outcome: 'ok' | 'network' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused' | 'protocol';
+  /** For 'protocol': the HTTP status the unreadable answer came with (the client carries it in details.status). */
+  status?: number;
   /** Agent ms until the answer; past 30 s the client times out instead. */
   latencyMs?: number;
   /** Agent ms from the send until the service has the request (never after the answer). */
@@ -54,6 +56,8 @@ function errorFor(b: Behaviour, what: string): AgentError {
       return new AgentError('forbidden', `${what}: 403`, { status: 403 });
     case 'paused':
       return new AgentError('paused', `${what}: the device is paused`, { status: 409 });
+    case 'protocol':
+      return new AgentError('protocol', `${what}: field 'id' is number, expected string`, b.status === undefined ? {} : { status: b.status });
     default:
       return new AgentError('internal', 'unreachable');
   }
@@ -66,6 +70,11 @@ export class FakeApi implements DeviceApi {
   onArrival: ((a: Arrival) => void) | undefined;
   inFlight = 0;
   maxInFlight = 0;
+  /** Per call: the most requests of that kind in flight at once. */
+  readonly maxInFlightOf: Record<Call, number> = { getDevice: 0, heartbeat: 0, health: 0 };
+  private readonly inFlightOf: Record<Call, number> = { getDevice: 0, heartbeat: 0, health: 0 };
+  /** The most heartbeats and health probes in flight at once: the scheduler's one-request-at-a-time rule. */
+  maxSchedulerInFlight = 0;
 
   constructor(
     private readonly clock: FakeClock,
@@ -94,11 +103,21 @@ export class FakeApi implements DeviceApi {
     this.calls.push({ call, t: sent });
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    this.inFlightOf[call]++;
+    this.maxInFlightOf[call] = Math.max(this.maxInFlightOf[call], this.inFlightOf[call]);
+    this.maxSchedulerInFlight = Math.max(this.maxSchedulerInFlight, this.inFlightOf.heartbeat + this.inFlightOf.health);
+    let settled = false;
+    const done = (): void => {
+      if (settled) return;
+      settled = true;
+      this.inFlight--;
+      this.inFlightOf[call]--;
+    };
     const latency = b.latencyMs ?? 50;
     const reaches = b.outcome !== 'network';
     const arrival = sent + Math.min(b.uplinkMs ?? 0, latency);
     const settle = (ok: boolean): void => {
-      this.inFlight--;
+      done();
       if (call !== 'heartbeat' || !reaches || this.clock.now() < arrival) return;
       const a = { t: arrival, ok };
       this.arrivals.push(a);
@@ -106,7 +125,7 @@ export class FakeApi implements DeviceApi {
     };
     return new Promise<ApiResult<T>>((resolve, reject) => {
       if (signal?.aborted) {
-        this.inFlight--;
+        done();
         return reject(signal.reason);
       }
       const timedOut = latency > CLIENT_TIMEOUT_MS;

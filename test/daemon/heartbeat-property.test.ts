@@ -69,6 +69,12 @@ interface Result {
   tooSoon: string[];
   tooLate: string[];
   maxInFlight: number;
+  /** Heartbeats in flight at once. */
+  maxHeartbeats: number;
+  /** Heartbeats plus health probes in flight at once: the scheduler sends one request at a time. */
+  maxSchedulerRequests: number;
+  /** GET /v2/devices/me in flight at once. */
+  maxChecks: number;
 }
 
 /** What a restart kills: a bare scheduler, or the whole controller (start-up check, 401 handling, re-verify). */
@@ -93,7 +99,7 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
     return NORMAL.has(kindAt(b));
   };
   const api = new FakeApi(clock, (call, now) => behaviour(kindAt(now), call, r));
-  const res: Result = { hours, heartbeats: 0, tooSoon: [], tooLate: [], maxInFlight: 0 };
+  const res: Result = { hours, heartbeats: 0, tooSoon: [], tooLate: [], maxInFlight: 0, maxHeartbeats: 0, maxSchedulerRequests: 0, maxChecks: 0 };
   // A restart that kills a heartbeat in flight excuses the gap it falls in: the
   // service may never see that request, or never get to answer it.
   const excused: number[] = [];
@@ -176,6 +182,9 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
   }
   await current?.stop();
   res.maxInFlight = api.maxInFlight;
+  res.maxHeartbeats = api.maxInFlightOf.heartbeat;
+  res.maxSchedulerRequests = api.maxSchedulerInFlight;
+  res.maxChecks = api.maxInFlightOf.getDevice;
   return res;
 }
 
@@ -221,7 +230,13 @@ describe('heartbeat spacing invariants (property)', () => {
         hours += res.hours;
         expect(res.tooSoon).toEqual([]);
         expect(res.tooLate).toEqual([]);
-        expect(res.maxInFlight).toBeLessThanOrEqual(2); // a heartbeat and a re-verify may overlap; never two heartbeats
+        // The scheduler's one request at a time holds under the controller too: one
+        // heartbeat in flight, never alongside a probe, and one device check at most.
+        // Only a re-verify GET may overlap a heartbeat (its own timer, by design).
+        if (res.heartbeats > 0) expect(res.maxHeartbeats).toBe(1);
+        expect(res.maxSchedulerRequests).toBeLessThanOrEqual(1);
+        expect(res.maxChecks).toBeLessThanOrEqual(1);
+        expect(res.maxInFlight).toBeLessThanOrEqual(2);
       }),
       { numRuns: CONTROLLER_RUNS },
     );

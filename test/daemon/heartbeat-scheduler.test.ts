@@ -2,14 +2,14 @@ import { describe, expect, it } from '@jest/globals';
 import { FakeClock } from '../../agent/lib/fake-clock.js';
 import { parseRetryAfter } from '../../agent/api/rate-limit.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from '../../agent/daemon/heartbeat-scheduler.js';
-import { clampBounds, MAX_AFTER_SUCCESS_MS, type AttemptRecord } from '../../agent/daemon/heartbeat-policy.js';
+import { clampBounds, MAX_AFTER_SUCCESS_MS, MIN_SPACING_MS, SPACING_MARGIN_MS, type AttemptRecord } from '../../agent/daemon/heartbeat-policy.js';
 import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
 
 const S = 1000;
 const MIN = 60 * S;
 
-function setup(o: { behave?: (call: Call, now: number) => Behaviour; lastAttempt?: AttemptRecord; random?: () => number; bounds?: { minSeconds: number; maxSeconds: number } } = {}) {
-  const clock = new FakeClock(10_000_000);
+function setup(o: { behave?: (call: Call, now: number) => Behaviour; lastAttempt?: AttemptRecord; random?: () => number; bounds?: { minSeconds: number; maxSeconds: number }; start?: number } = {}) {
+  const clock = new FakeClock(o.start ?? 10_000_000);
   const api = new FakeApi(clock, o.behave);
   const outcomes: HeartbeatOutcome[] = [];
   const saved: AttemptRecord[] = [];
@@ -49,6 +49,17 @@ describe('HeartbeatScheduler', () => {
     const first = h.beats()[0] as number;
     expect(first - (t0 - 9.5 * S)).toBeGreaterThanOrEqual(60 * S);
     expect(first - (t0 - 9.5 * S)).toBeLessThanOrEqual(63 * S);
+    await h.scheduler.stop();
+  });
+
+  it('no record shortly after boot: boot counts as the last attempt (a fast reboot loses the tmpfs record)', async () => {
+    // Agent time is CLOCK_MONOTONIC: 20 s since boot.
+    const h = setup({ start: 20 * S });
+    h.scheduler.start();
+    await h.clock.advance(41 * S);
+    expect(h.beats()).toEqual([]);
+    await h.clock.advance(2 * S);
+    expect(h.beats()).toEqual([MIN_SPACING_MS + SPACING_MARGIN_MS]);
     await h.scheduler.stop();
   });
 
