@@ -8,12 +8,14 @@ import { loadProfiles, selectProfile } from '../config/profiles.js';
 import { loadCredentials, type Credentials } from '../auth/credentials.js';
 import { createDeviceApi } from '../api/client.js';
 import { SystemClock } from '../lib/clock.js';
-import { configError } from '../lib/errors.js';
+import { AgentError, configError } from '../lib/errors.js';
 import { createLogger } from '../lib/logger.js';
 import { Controller } from '../daemon/controller.js';
 import { clampBounds } from '../daemon/heartbeat-policy.js';
 import { createAttemptStore, createStatusSink, procStartOf, readLastAttempt } from '../daemon/live-status.js';
 import { statusLine } from '../daemon/snapshot.js';
+import { acquireRunLock } from '../daemon/run-lock.js';
+import { crashHandler, ignoreSignals } from '../daemon/process-guards.js';
 import { createSystemdNotifier, Watchdog } from '../daemon/systemd.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { agentVersion } from './version.js';
@@ -21,7 +23,7 @@ import { agentVersion } from './version.js';
 export const usage = 'run';
 export const options = {} satisfies CommandOptions;
 
-/** systemd gives us 5 s (TimeoutStopSec) before SIGKILL: leave room to spare. */
+/** A stop must be over within 5 s (the issue's promise; TimeoutStopSec is 10 s): leave room to spare. */
 const HARD_EXIT_MS = 4_500;
 
 export async function run(ctx: CommandContext): Promise<number> {
@@ -35,6 +37,14 @@ export async function run(ctx: CommandContext): Promise<number> {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     throw configError(`cannot create the runtime dir ${settings.runtimeDir} (${code}); set --runtime-dir or C2C_RUNTIME_DIR (systemd: RuntimeDirectory=)`, 'runtimeDir');
+  }
+  const lock = acquireRunLock(settings.runtimeDir);
+  if (lock.kind === 'held') {
+    // 75: try again later; the other daemon already keeps this camera online.
+    throw new AgentError(
+      'conflict',
+      `another c2c-agent run is active (pid ${lock.owner.pid}); stop it first (systemctl stop c2c-agent) or see it with c2c-agent status`,
+    );
   }
 
   let creds: Credentials | undefined;
@@ -102,6 +112,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       // Whatever hangs (a stuck socket, a slow disk), systemd must see us gone within 5 s.
       const hard = setTimeout(() => {
         logger.warn('clean shutdown took too long; exiting anyway');
+        lock.release();
         process.exit(0);
       }, HARD_EXIT_MS);
       void (async () => {
@@ -111,9 +122,10 @@ export async function run(ctx: CommandContext): Promise<number> {
         await Promise.allSettled([statusSink.flush(), attempts.flush()]);
         api.close();
         await notifier.idle();
+        lock.release();
         clearInterval(keepAlive);
         clearTimeout(hard);
-        for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.removeAllListeners(s);
+        ignoreSignals(process);
         // A handle someone forgot must not keep a stopped daemon alive.
         setTimeout(() => process.exit(0), 500).unref();
         resolve(0);
@@ -123,6 +135,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     process.on('SIGINT', () => shutdown('SIGINT'));
     process.on('SIGHUP', () => controller.reload());
     process.on('unhandledRejection', (err) => logger.error({ err: String(err) }, 'unhandled rejection (a bug); carrying on'));
+    process.on('uncaughtException', crashHandler(logger, () => lock.release(), (code) => process.exit(code)));
 
     controller.start();
     // READY does not wait for the network: start-up is done once the loop runs.

@@ -4,25 +4,19 @@
 import { loadSettings } from '../config/settings.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
-import { procStartOf, readStatus, statusFile } from '../daemon/live-status.js';
+import { readStatus, statusFile } from '../daemon/live-status.js';
+import { processAlive } from '../daemon/run-lock.js';
 import { formatDuration, type DaemonSnapshot } from '../daemon/snapshot.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
+import { describeOffset } from './check-report.js';
 
 export const usage = 'status [--json] [--runtime-dir DIR]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
 
 /** The daemon behind a status file is alive: its pid exists and is still the same process. */
 export function daemonAlive(snap: DaemonSnapshot): boolean {
-  if (snap.state === 'stopped') return false;
-  try {
-    process.kill(snap.pid, 0);
-  } catch (err) {
-    // EPERM: alive, but another user's (root running status for the service user is the other way round).
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const now = procStartOf(snap.pid);
-  return snap.procStart === undefined || now === undefined || now === snap.procStart;
+  return snap.state !== 'stopped' && processAlive(snap.pid, snap.procStart);
 }
 
 function ago(mono: number, now: number): string {
@@ -41,13 +35,13 @@ function humanBlock(s: DaemonSnapshot, now: number): string[] {
     lines.push(`heartbeat:   last ${h.at} (${ago(h.monotonic, now)}): ${h.result}${h.status ? ` ${h.status}` : ''}${h.error ? `, ${h.error}` : ''}`);
   }
   if (s.nextHeartbeat) lines.push(`next:        heartbeat ${ago(s.nextHeartbeat.monotonic, now)} (about ${s.nextHeartbeat.at})`);
-  else if (s.nextCheck) lines.push(`next:        credentials check ${ago(s.nextCheck.monotonic, now)}`);
+  else if (s.nextCheck) lines.push(`next:        ${s.state === 'needs-pairing' ? 'credentials check' : 'device check (GET /v2/devices/me)'} ${ago(s.nextCheck.monotonic, now)}`);
   lines.push(`failures:    ${s.consecutiveFailures} in a row`);
   const rl = s.rateLimit;
   if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
     lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
   }
-  if (s.clockOffsetMs !== undefined) lines.push(`clock:       service is ${(s.clockOffsetMs / 1000).toFixed(1)} s ahead of this device`);
+  if (s.clockOffsetMs !== undefined) lines.push(`clock:       ${describeOffset(s.clockOffsetMs)}`);
   lines.push(
     `agent:       ${s.agentVersion}, pid ${s.pid}, started ${s.started.at}, firmware ${s.firmwareVersion}, profile ${s.profile ?? 'none'}` +
       (s.timeScale !== 1 ? `, time scale ${s.timeScale}` : ''),

@@ -10,8 +10,11 @@ import type { DaemonSnapshot } from './snapshot.js';
 
 export const STATUS_FILE = 'status.json';
 export const ATTEMPT_FILE = 'last-heartbeat.json';
-// Status holds no secret and `status` may be run by an operator of the
-// group; the runtime dir's own 0700 mode is what keeps strangers out.
+// Status holds no secret, so we ask for no more privacy than the umask and
+// the directory give. Under the unit that is UMask=0077 (the file ends up
+// 0600) in a RuntimeDirectoryMode=0700 dir: only the c2c-agent user and root
+// can run `c2c-agent status`. A manual run's file is as open as its umask
+// and --runtime-dir allow.
 const STATUS_MODE = 0o644;
 
 /**

@@ -113,6 +113,26 @@ describe('c2c-agent status', () => {
     expect(r.err).toMatch(/daemon not running \(stopped at /);
   });
 
+  it('human output: a service clock behind is "behind" (never a negative "ahead"), one ahead is "ahead"', async () => {
+    const snap = await writeLive('online');
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, clockOffsetMs: -100 }));
+    const behind = await status(false);
+    expect(behind.out).toMatch(/clock: +service clock 0\.1 s behind this unit/);
+    expect(behind.out).not.toMatch(/-0\.1/);
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, clockOffsetMs: 2500 }));
+    expect((await status(false)).out).toMatch(/clock: +service clock 2\.5 s ahead of this unit/);
+  });
+
+  it('human output names the pending check for what it is: a device check while starting or offline, a credentials check in needs-pairing', async () => {
+    const snap = await writeLive('offline');
+    const nextCheck = { at: snap.updated.at, monotonic: snap.updated.monotonic + 60_000 };
+    const { nextHeartbeat: _drop, ...rest } = snap;
+    writeFileSync(statusFile(dir), JSON.stringify({ ...rest, state: 'offline', nextCheck }));
+    expect((await status(false)).out).toMatch(/next: +device check \(GET \/v2\/devices\/me\)/);
+    writeFileSync(statusFile(dir), JSON.stringify({ ...rest, state: 'needs-pairing', nextCheck }));
+    expect((await status(false)).out).toMatch(/next: +credentials check/);
+  });
+
   it('the status file is readable non-secret JSON, and the attempt record round-trips', async () => {
     await writeLive('online');
     expect(statSync(statusFile(dir)).mode & 0o777).toBe(0o644);

@@ -77,7 +77,8 @@ export function removeDirs(d: AgentDirs): void {
 
 export interface AgentOptions {
   apiUrl: string;
-  token: string;
+  /** As C2C_TOKEN; without it the agent reads its token file (<state-dir>/credentials.json). */
+  token?: string;
   dirs: AgentDirs;
   timeScale: number;
   env?: Record<string, string>;
@@ -97,7 +98,7 @@ export function startAgent(o: AgentOptions): AgentProcess {
   const child = spawn(
     process.execPath,
     [BUNDLE, 'run', '--api-url', o.apiUrl, '--time-scale', String(o.timeScale), '--state-dir', o.dirs.stateDir, '--runtime-dir', o.dirs.runtimeDir],
-    { env: cleanEnv({ C2C_TOKEN: o.token, C2C_CONFIG: join(o.dirs.root, 'config.json'), ...o.env }), stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: cleanEnv({ ...(o.token !== undefined && { C2C_TOKEN: o.token }), C2C_CONFIG: join(o.dirs.root, 'config.json'), ...o.env }), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   live.add(child);
   let out = '';
@@ -160,6 +161,19 @@ export function status(dirs: AgentDirs, apiUrl: string, timeScale: number): Prom
       }
     });
   });
+}
+
+/** Every entry under `dir`, recursively, with size and mtime: what a write to the SD card would change. */
+export function treeSnapshot(dir: string): Record<string, { size: number; mtimeMs: number }> {
+  const out: Record<string, { size: number; mtimeMs: number }> = {};
+  const walk = (d: string, rel: string): void => {
+    const st = statSync(d);
+    out[rel || '.'] = { size: st.isDirectory() ? 0 : st.size, mtimeMs: st.mtimeMs };
+    if (!st.isDirectory()) return;
+    for (const e of readdirSync(d)) walk(join(d, e), rel ? `${rel}/${e}` : e);
+  };
+  walk(dir, '');
+  return out;
 }
 
 export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 20): Promise<T> {

@@ -7,6 +7,8 @@ import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
 
 const SCALE = 60;
+/** Below 1.0.0: the generic profile, the default 60..270 s bounds. */
+const FIRMWARE = '0.9.3';
 const MIN = 60_000; // one agent minute in agent ms
 const realMs = (agentMs: number): number => agentMs / SCALE;
 
@@ -29,7 +31,7 @@ describe('c2c-agent run, as a process, for 30+ agent-minutes', () => {
   it('keeps the 60 s / 300 s promises through a kill -9 restart and an outage', async () => {
     const device = cloud.devices[0]!;
     const ref = () => cloud.referee(device.id);
-    const start = (): AgentProcess => startAgent({ apiUrl: cloud.url, token: device.accessToken, dirs, timeScale: SCALE });
+    const start = (): AgentProcess => startAgent({ apiUrl: cloud.url, token: device.accessToken, dirs, timeScale: SCALE, env: { C2C_FIRMWARE_VERSION: FIRMWARE } });
     let agent = start();
     const why = (): string => `\nreferee: ${JSON.stringify(ref())}\nagent output:\n${agent.output()}`;
 
@@ -82,5 +84,9 @@ describe('c2c-agent run, as a process, for 30+ agent-minutes', () => {
     // and never more often than once a minute (the referee's count, independently).
     expect(r.heartbeats).toBeLessThanOrEqual(33);
     expect(agent.child.exitCode).toBeNull();
+    // Every request from every process (the device check, heartbeats, health
+    // probes, across the restarts) named the configured firmware.
+    expect(cloud.journal.length).toBeGreaterThan(r.heartbeats);
+    expect(cloud.journal.filter((e) => e.clientVersion !== FIRMWARE).map((e) => `${e.method} ${e.path} ${e.clientVersion}`)).toEqual([]);
   }, 90_000);
 });

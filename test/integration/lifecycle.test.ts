@@ -2,6 +2,8 @@
 // and how it ends: SIGTERM (clean, fast, "stopped") or kill -9 (a dead
 // daemon's leftover status, exit 69).
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult } from './agent-process.js';
 
@@ -49,9 +51,14 @@ async function reach(st: () => Promise<StatusResult>, state: string, agent: Agen
 }
 
 describe('SIGTERM', () => {
-  it('exits 0 within 5 s and leaves a status that says stopped', async () => {
-    const { agent, st } = launch(0);
+  it('exits 0 within 5 s, leaves a status that says stopped, and frees the run lock', async () => {
+    const { agent, dirs, st } = launch(0);
     await reach(st, 'online', agent);
+    // A second `run` on the same runtime dir (a manual run next to the service) refuses: 75, one line.
+    const second = startAgent({ apiUrl: cloud.url, token: cloud.devices[0]!.accessToken, dirs, timeScale: SCALE });
+    expect(await second.exited).toEqual({ code: 75, signal: null });
+    expect(second.output().trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`another c2c-agent run is active \\(pid ${agent.pid}\\); `))]);
+    expect(existsSync(join(dirs.runtimeDir, 'run.lock'))).toBe(true);
     const t0 = process.hrtime.bigint();
     agent.child.kill('SIGTERM');
     const { code, signal } = await agent.exited;
@@ -63,6 +70,7 @@ describe('SIGTERM', () => {
     const after = await st();
     expect(after.json.running).toBe(false);
     expect((after.json.last as { state?: string } | undefined)?.state).toBe('stopped');
+    expect(existsSync(join(dirs.runtimeDir, 'run.lock'))).toBe(false);
   }, 30_000);
 });
 

@@ -1,0 +1,88 @@
+// One `c2c-agent run` per runtime dir. A manual run next to the service
+// would heartbeat with the same token on its own schedule, and the service
+// would see two heartbeats inside a minute. The lock names its owner by pid
+// and /proc start time, so a lock left by a crash or kill -9 (or whose pid
+// the kernel has since given to another process) is taken over, not obeyed.
+import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { procStartOf } from './live-status.js';
+
+export const LOCK_FILE = 'run.lock';
+
+export interface LockOwner {
+  pid: number;
+  procStart?: string;
+}
+
+export type LockResult = { kind: 'acquired'; release: () => void } | { kind: 'held'; owner: LockOwner };
+
+/** The process is running and is the one that wrote `procStart` (not a reuse of its pid). */
+export function processAlive(pid: number, procStart: string | undefined): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    // EPERM: alive, but another user's.
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  const now = procStartOf(pid);
+  return procStart === undefined || now === undefined || now === procStart;
+}
+
+function readText(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function parseOwner(text: string | undefined): LockOwner | undefined {
+  try {
+    const o = JSON.parse(text ?? '') as Partial<LockOwner>;
+    if (typeof o.pid !== 'number' || !Number.isInteger(o.pid) || o.pid <= 0) return undefined;
+    return typeof o.procStart === 'string' ? { pid: o.pid, procStart: o.procStart } : { pid: o.pid };
+  } catch {
+    return undefined;
+  }
+}
+
+function unlinkQuietly(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // Gone already: nothing to undo.
+  }
+}
+
+export function acquireRunLock(runtimeDir: string, me: LockOwner = { pid: process.pid, ...optionalStart(process.pid) }): LockResult {
+  const file = path.join(runtimeDir, LOCK_FILE);
+  const mine = `${JSON.stringify(me)}\n`;
+  // Written whole under a private name, then linked: link() fails if the lock
+  // exists, and nobody ever reads a half-written lock.
+  const tmp = `${file}.${me.pid}.tmp`;
+  writeFileSync(tmp, mine, { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 5; attempt++) {
+      try {
+        linkSync(tmp, file);
+        return { kind: 'acquired', release: () => (readText(file) === mine ? unlinkQuietly(file) : undefined) };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const seen = readText(file);
+      const owner = parseOwner(seen);
+      if (owner && processAlive(owner.pid, owner.procStart)) return { kind: 'held', owner };
+      // Stale. Remove it only if it is still the one judged stale: another
+      // starter may have taken it over meanwhile, and its lock is not ours to break.
+      if (readText(file) === seen) unlinkQuietly(file);
+    }
+    throw new Error(`cannot take ${file}: it keeps changing`);
+  } finally {
+    unlinkQuietly(tmp);
+  }
+}
+
+function optionalStart(pid: number): { procStart?: string } {
+  const s = procStartOf(pid);
+  return s === undefined ? {} : { procStart: s };
+}
