@@ -1,0 +1,53 @@
+// The Controller on a FakeClock with a FakeApi, a logger whose lines the
+// test can read, and the snapshots it published: shared by the controller suites.
+import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { AgentError } from '../../agent/lib/errors.js';
+import { createLogger } from '../../agent/lib/logger.js';
+import type { Clock } from '../../agent/lib/clock.js';
+import { Controller } from '../../agent/daemon/controller.js';
+import { clampBounds } from '../../agent/daemon/heartbeat-policy.js';
+import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';
+import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
+
+export const S = 1000;
+export const MIN = 60 * S;
+export const HOUR = 60 * MIN;
+
+interface Opts {
+  behave?: (call: Call, now: number) => Behaviour;
+  fingerprint?: () => string | undefined;
+  noCredentials?: () => boolean;
+  clock?: Clock;
+  fake?: FakeClock;
+}
+
+export function setup(o: Opts = {}) {
+  const fake = o.fake ?? new FakeClock();
+  const clock = o.clock ?? fake;
+  const api = new FakeApi(fake, o.behave);
+  const logs: { msg: string; from?: string; to?: string; reason?: string }[] = [];
+  const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const published: { snap: DaemonSnapshot; transition: boolean }[] = [];
+  let reloads = 0;
+  const controller = new Controller({
+    clock,
+    random: seeded(5),
+    logger,
+    api,
+    reloadCredentials: () => {
+      reloads++;
+      if (o.noCredentials?.()) throw new AgentError('unauthorized', 'not paired: no credentials in /x/credentials.json');
+    },
+    ...(o.fingerprint && { credentialsFingerprint: o.fingerprint }),
+    bounds: clampBounds(undefined),
+    persistAttempt: async () => {},
+    publish: (snap, transition) => void published.push({ snap, transition }),
+    info: { firmwareVersion: '1.2.3', profile: 'generic', agentVersion: '0.1.0', timeScale: 1, pid: 4242 },
+  });
+  const transitions = (): string[] => logs.filter((l) => l.to !== undefined).map((l) => `${l.from}->${l.to}`);
+  return { clock: fake, api, controller, logs, published, transitions, reloads: () => reloads };
+}
+
+export const when = (pred: (call: Call, now: number) => boolean, bad: Behaviour) => (call: Call, now: number): Behaviour =>
+  pred(call, now) ? bad : { outcome: 'ok' };
+
