@@ -2,11 +2,14 @@
 // module, parses its arguments strictly and maps the outcome to an exit code
 // (contract.md, "Exit codes"). The exit code goes to process.exitCode, never
 // process.exit(), so pending stdout writes reach a pipe before node exits.
-import { usageError } from '../lib/errors.js';
-import { parseCommandArgs, commonOptionsHelp } from './args.js';
-import { COMMANDS } from './commands.js';
-import { fail, printLine } from './output.js';
-import { agentVersion } from './version.js';
+//
+// Only version.ts and output.ts (no dependencies) are loaded statically: the
+// Node.js version check must run before any code that an older Node cannot
+// run, and --version / --help are answered without paying for the argument
+// parser, settings and semver. Everything else comes by dynamic import
+// (esbuild keeps such modules lazy inside the one bundle file).
+import { fail, printJson, printLine } from './output.js';
+import { agentVersion, checkNodeVersion } from './version.js';
 
 const HELP = `usage: c2c-agent <command> [options]
 
@@ -32,7 +35,6 @@ const PLANNED = new Set(['pair', 'unpair', 'channels', 'queue']);
 
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined) throw usageError('missing command; run c2c-agent --help');
   if (name === '--version' || name === '-V') {
     printLine(agentVersion());
     return 0;
@@ -41,28 +43,44 @@ async function main(argv: string[]): Promise<number> {
     printLine(HELP);
     return 0;
   }
+  const [{ usageError }, { COMMANDS }] = await Promise.all([import('../lib/errors.js'), import('./commands.js')]);
+  if (name === undefined) throw usageError('missing command; run c2c-agent --help');
   if (name.startsWith('-')) throw usageError(`unknown option '${name}' (the command comes first); run c2c-agent --help`);
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (load === undefined && PLANNED.has(name)) {
     throw usageError(`'${name}' is not available in this version of c2c-agent ${agentVersion()}; run c2c-agent --help`);
   }
   if (load === undefined) throw usageError(`unknown command '${name}'; run c2c-agent --help`);
-  const mod = await load();
+  const [mod, { parseCommandArgs, commonOptionsHelp }] = await Promise.all([load(), import('./args.js')]);
   const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);
   if (help) {
-    printLine(`usage: c2c-agent ${mod.usage}`, `settings options: ${commonOptionsHelp()}`);
+    // --json promises exactly one JSON object on stdout, help included.
+    if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, settingsOptions: commonOptionsHelp() });
+    else printLine(`usage: c2c-agent ${mod.usage}`, `settings options: ${commonOptionsHelp()}`);
     return 0;
   }
   return mod.run(ctx);
 }
 
 const argv = process.argv.slice(2);
-main(argv).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (err: unknown) => {
-    // Before parsing succeeded we cannot know the command took --json; the literal flag is the best hint.
-    process.exitCode = fail(err, { json: argv.includes('--json') });
-  },
-);
+const tooOld = checkNodeVersion(process.versions.node);
+if (tooOld !== undefined) {
+  process.stderr.write(`${tooOld}\n`);
+  process.exitCode = 78;
+} else {
+  // A throw from a callback outside main's promise (a stream, a timer) would
+  // otherwise be a multi-line stack trace: keep the one-line contract.
+  process.on('uncaughtException', (err) => {
+    fail(err, { json: argv.includes('--json') });
+    process.exit(1);
+  });
+  main(argv).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      // Before parsing succeeded we cannot know the command took --json; the literal flag is the best hint.
+      process.exitCode = fail(err, { json: argv.includes('--json') });
+    },
+  );
+}

@@ -33,7 +33,7 @@ export function printError(message: string): void {
 export function describeError(err: unknown): { kind: string; message: string; status?: number; code?: string } {
   if (err instanceof AgentError) return err.toJSON();
   const message = err instanceof Error ? err.message : String(err);
-  return { kind: 'internal', message: `internal error: ${message}` };
+  return { kind: 'internal', message: `internal error: ${message}; please report` };
 }
 
 /**

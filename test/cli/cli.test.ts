@@ -45,6 +45,23 @@ describe('c2c-agent CLI (built bundle)', () => {
     expect(r.stdout).toContain('Not in this version yet (exit 64): pair, unpair, channels, queue.');
   });
 
+  it('command --help prints the usage as text', () => {
+    const r = bundle.run(['check', '--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^usage: c2c-agent check \[--json\]\nsettings options: --config VALUE /);
+  });
+
+  it.each([['check'], ['profiles'], ['status']])('%s --json --help prints exactly one JSON object with the usage', (cmd) => {
+    for (const args of [[cmd, '--json', '--help'], [cmd, '-h', '--json']]) {
+      const r = bundle.run(args);
+      expect([r.status, r.stderr]).toEqual([0, '']);
+      expect(r.stdout.trimEnd().split('\n')).toHaveLength(1);
+      const out = JSON.parse(r.stdout) as Record<string, unknown>;
+      expect(out).toMatchObject({ ok: true, exitCode: 0, usage: expect.stringMatching(new RegExp(`^c2c-agent ${cmd} `)) });
+      expect(out.settingsOptions).toContain('--api-url VALUE');
+    }
+  });
+
   it.each([
     [['frobnicate'], "unknown command 'frobnicate'"],
     [['pair'], "'pair' is not available in this version of c2c-agent"],
