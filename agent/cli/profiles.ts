@@ -1,7 +1,7 @@
 // `c2c-agent profiles [--firmware SEMVER] [--json]`: validates every firmware
 // profile, lists them and shows which one the firmware selects. No network,
 // no apiUrl needed: an integrator runs it while writing profiles.
-import { compare } from 'semver';
+import compare from 'semver/functions/compare.js';
 import { loadSettings } from '../config/settings.js';
 import { describeRange, loadProfiles, selectProfile } from '../config/profiles.js';
 import type { FirmwareProfile } from '../config/types.js';

@@ -3,7 +3,7 @@
 // ("v1.2" read as 1.2.0) would select the wrong model: we accept strict
 // semver only and name the source of anything else.
 import { readFileSync } from 'node:fs';
-import { valid } from 'semver';
+import valid from 'semver/functions/valid.js';
 import { configError } from '../lib/errors.js';
 import { quote } from './quote.js';
 

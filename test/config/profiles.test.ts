@@ -1,5 +1,6 @@
 import { describe, it, expect, afterAll } from '@jest/globals';
 import { mkdirSync } from 'node:fs';
+import { Ajv } from 'ajv';
 import path from 'node:path';
 import { loadProfiles, parseProfile, selectProfile, builtinProfileFiles } from '../../agent/config/profiles.js';
 import type { FirmwareProfile } from '../../agent/config/types.js';
@@ -33,6 +34,18 @@ const p = (id: string, minFirmware: string, maxFirmware?: string): FirmwareProfi
   ({ ...parseProfile(JSON.stringify({ ...valid, id, minFirmware }), `${id}.json`), ...(maxFirmware ? { maxFirmware } : {}) });
 
 describe('shipped profiles', () => {
+  // The agent compiles the schema with validateSchema: false (startup cost),
+  // so a schema.json that breaks the draft-07 meta-schema is caught here.
+  it('schema.json is itself valid against its meta-schema, in strict mode', () => {
+    const schema = JSON.parse(builtinProfileFiles()['schema.json'] as string) as object;
+    const ajv = new Ajv({ strict: true });
+    expect(ajv.validateSchema(schema)).toBe(true);
+    expect(ajv.errors ?? null).toBeNull();
+    expect(() => ajv.compile(schema)).not.toThrow();
+    // The same check does catch a broken one.
+    expect(ajv.validateSchema({ ...schema, required: 'id' })).toBe(false);
+  });
+
   it('every shipped profile validates, and the set has the required kinds', () => {
     const profiles = loadProfiles();
     expect(Object.keys(builtinProfileFiles())).toContain('schema.json');
