@@ -37,6 +37,22 @@ function metaFacts(meta: Pick<ResponseMeta, 'rateLimit' | 'clockOffsetMs'> | und
 // The probe must not double a wait that already hit the full 30 s limit.
 const HEALTH_PROBE_TIMEOUT_MS = 10_000;
 
+/**
+ * A network failure of the device call while /health answers: the network
+ * error's own advice ("check the network and the API URL") would contradict
+ * the probe, so say what happened and that a retry is the remedy. Still the
+ * network kind (exit 69): the call got no usable answer.
+ */
+function brokeWhileUp(err: AgentError): AgentError {
+  const what = err.details.source ?? 'the device call';
+  const code = err.details.code ?? 'ERR_NETWORK';
+  const message =
+    code === 'ETIMEDOUT'
+      ? `${what} got no answer in time (ETIMEDOUT), but the service's /health answers: the service may be overloaded; retry`
+      : `the connection broke while reading ${what} (${code}); the service's /health answers, so retry`;
+  return new AgentError(err.kind, message, err.details);
+}
+
 /** Re-states a failed GET /v2/devices/me with what GET /health says about the service. */
 async function explain(err: AgentError, api: DeviceApiClient): Promise<{ err: AgentError; service: string }> {
   const restate = (prefix: string): AgentError => new AgentError(err.kind, `${prefix}: ${err.message}`, err.details);
@@ -44,6 +60,7 @@ async function explain(err: AgentError, api: DeviceApiClient): Promise<{ err: Ag
   if (!PROBE_HEALTH.has(err.kind)) return { err, service: 'up' };
   try {
     await api.health(undefined, HEALTH_PROBE_TIMEOUT_MS);
+    if (err.kind === 'network') return { err: brokeWhileUp(err), service: 'up' };
     return { err: restate('service is up (GET /health ok) but the device call failed'), service: 'up' };
   } catch (h) {
     if (h instanceof AgentError && h.kind === 'network') return { err: restate('service unreachable'), service: 'unreachable' };

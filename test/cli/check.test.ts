@@ -141,6 +141,22 @@ describe('exit 69: service unavailable', () => {
     expect(r.stderr).toMatch(/^c2c-agent: service unreachable: .*connection refused/);
   });
 
+  test.each(['reset', 'truncated'] as const)('%s on the device call while /health is fine: a coherent message, still 69', async (kind) => {
+    const r = await check(token(), { fault: { kind, path: '/v2/devices/me' } });
+    expect(r.status).toBe(69);
+    expect(r.json).toMatchObject({ error: { kind: 'network', code: expect.any(String) }, service: 'up' });
+    expect(r.requests).toEqual(['GET /v2/devices/me', 'GET /health']);
+    expect(r.stderr).toMatch(/^c2c-agent: the connection broke while reading GET \/v2\/devices\/me \([A-Z_]+\); the service's \/health answers, so retry\n$/);
+    expect(r.stderr).not.toContain('check the network');
+  });
+
+  test('no answer from the device call while /health is fine: says the service may be overloaded, still 69', async () => {
+    const r = await check(token(), { fault: { kind: 'delay', delayMs: 120_000, path: '/v2/devices/me' } });
+    expect(r.status).toBe(69);
+    expect(r.json).toMatchObject({ error: { kind: 'network', code: 'ETIMEDOUT' }, service: 'up' });
+    expect(r.stderr).toContain("GET /v2/devices/me got no answer in time (ETIMEDOUT), but the service's /health answers");
+  });
+
   test('no answer within 30 agent seconds', async () => {
     const r = await check(token(), { fault: { kind: 'delay', delayMs: 120_000 } });
     expect(r.status).toBe(69);
