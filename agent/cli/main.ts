@@ -69,8 +69,11 @@ if (tooOld !== undefined) {
   process.exitCode = 78;
 } else {
   // A throw from a callback outside main's promise (a stream, a timer) would
-  // otherwise be a multi-line stack trace: keep the one-line contract.
+  // otherwise be a multi-line stack trace: keep the one-line contract. A
+  // command that installs its own handler (run: log, release the lock, exit)
+  // owns the exit, so this one then stands aside.
   process.on('uncaughtException', (err) => {
+    if (process.listenerCount('uncaughtException') > 1) return;
     fail(err, { json: argv.includes('--json') });
     process.exit(1);
   });
