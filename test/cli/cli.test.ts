@@ -1,5 +1,6 @@
 import { describe, it, expect, beforeAll, afterAll } from '@jest/globals';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildBundle, ROOT, type Bundle } from './bundle.js';
 
@@ -43,6 +44,25 @@ describe('c2c-agent CLI (built bundle)', () => {
     expect(r.status).toBe(0);
     for (const c of ['run', 'check', 'status', 'profiles']) expect(r.stdout).toContain(`c2c-agent ${c}`);
     expect(r.stdout).toContain('Not in this version yet (exit 64): pair, unpair, channels, queue.');
+  });
+
+  it('an unexpected failure (stdout unwritable) is one line "internal error: ...; please report" and exit 1', () => {
+    const file = path.join(bundle.dir, 'read-only-stdout.txt');
+    writeFileSync(file, '');
+    const fd = openSync(file, 'r');
+    try {
+      for (const args of [['--help'], ['profiles']]) {
+        const r = spawnSync(process.execPath, [bundle.file, ...args], {
+          stdio: ['ignore', fd, 'pipe'],
+          encoding: 'utf8',
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', C2C_CONFIG: path.join(ROOT, 'test/cli/fixtures/empty-config.json') },
+        });
+        expect(r.status).toBe(1);
+        expect(r.stderr).toMatch(/^c2c-agent: internal error: EBADF[^\n]*; please report\n$/);
+      }
+    } finally {
+      closeSync(fd);
+    }
   });
 
   it('command --help prints the usage as text', () => {
