@@ -2,9 +2,9 @@
 // 60: a kill -9 right after a heartbeat with an immediate restart on the same
 // runtime dir, a five-minute outage, then a SIGTERM restart right after a
 // heartbeat. The fake's referee judges spacing.
-import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
+import { describe, expect, it } from '@jest/globals';
+import { useCloudAndAgentDirs } from './setup.js';
+import { startAgent, waitFor, type AgentProcess } from './agent-process.js';
 
 const SCALE = 60;
 /** Below 1.0.0: the generic profile, the default 60..270 s bounds. */
@@ -12,23 +12,11 @@ const FIRMWARE = '0.9.3';
 const MIN = 60_000; // one agent minute in agent ms
 const realMs = (agentMs: number): number => agentMs / SCALE;
 
-let cloud: FakeCloud;
-let dirs: AgentDirs;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, devices: 1 });
-  dirs = makeDirs();
-}, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-});
+const fx = useCloudAndAgentDirs(SCALE);
 
 describe('c2c-agent run, as a process, for 30+ agent-minutes', () => {
   it('keeps the 60 s / 300 s promises through a kill -9 restart and an outage', async () => {
+    const { cloud, dirs } = fx;
     const device = cloud.devices[0]!;
     const ref = () => cloud.referee(device.id);
     const start = (): AgentProcess => startAgent({ apiUrl: cloud.url, token: device.accessToken, dirs, timeScale: SCALE, env: { C2C_FIRMWARE_VERSION: FIRMWARE } });

@@ -1,30 +1,18 @@
 // A healthy camera never writes to its SD card: once started, heartbeats
 // touch only the runtime dir (tmpfs). The built bundle against the fake cloud
 // at --time-scale 60, credentials read from the state dir as on a camera.
-import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, treeSnapshot, waitFor, type AgentDirs } from './agent-process.js';
+import { useCloudAndAgentDirs } from './setup.js';
+import { startAgent, treeSnapshot, waitFor } from './agent-process.js';
 
 const SCALE = 60;
-let cloud: FakeCloud;
-let dirs: AgentDirs;
-
-beforeAll(async () => {
-  await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, devices: 1 });
-  dirs = makeDirs();
-}, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-});
+const fx = useCloudAndAgentDirs(SCALE);
 
 describe('c2c-agent run and the state dir', () => {
   it('five healthy heartbeats change nothing in the state dir (names, sizes, mtimes), only the runtime dir', async () => {
+    const { cloud, dirs } = fx;
     const device = cloud.devices[0]!;
     mkdirSync(dirs.stateDir, { mode: 0o700 });
     writeFileSync(join(dirs.stateDir, 'credentials.json'), JSON.stringify({ access_token: device.accessToken, refresh_token: device.refreshToken }), { mode: 0o600 });
