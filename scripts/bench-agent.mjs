@@ -13,7 +13,7 @@
 // - Under systemd every STATUS= and WATCHDOG=1 is a systemd-notify child:
 //   the scale-N agent talks to a stand-in notify socket, so its figure
 //   includes STATUS= runs; a third agent at scale 1 with a 1 s watchdog
-//   prices one ping, added at the unit's rate (WatchdogSec=60: 120/hour).
+//   prices one ping, added at the unit's rate (3600 / (WatchdogSec / 2) pings an hour).
 // - CPU per agent-hour: an agent at --time-scale N does N agent-hours of
 //   heartbeat work per real hour, but its fixed idle cost (timers, GC) is
 //   paid per REAL second and is divided by N. So two agents run at once:
@@ -42,7 +42,8 @@ const WINDOW_S = arg('window', 20);
 const SETTLE_S = arg('settle', 30);
 const HZ = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 // WatchdogSec= in systemd/c2c-agent.service: a ping every half of it.
-const WATCHDOG_SEC = 60;
+const WATCHDOG_SEC = Number.parseInt(/^WatchdogSec=(\d+)/m.exec(readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8'))?.[1] ?? '', 10);
+if (!(WATCHDOG_SEC > 0)) throw new Error('bench-agent: no WatchdogSec= in systemd/c2c-agent.service');
 const children = [];
 const tmp = mkdtempSync(path.join(tmpdir(), 'c2c-bench-'));
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
