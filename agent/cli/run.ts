@@ -2,7 +2,7 @@
 // (Type=notify). Wires settings, profile, credentials, the api client, the
 // controller, the runtime-dir files and systemd; owns the signals.
 import { statSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { ensureDir } from '../lib/ensure-dir.js';
 import { loadSettings } from '../config/settings.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import { loadCredentials, type Credentials } from '../auth/credentials.js';
@@ -33,7 +33,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const clock = new SystemClock(settings.timeScale);
   const version = agentVersion();
   try {
-    await mkdir(settings.runtimeDir, { recursive: true, mode: 0o700 });
+    await ensureDir(settings.runtimeDir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     throw configError(`cannot create the runtime dir ${settings.runtimeDir} (${code}); set --runtime-dir or C2C_RUNTIME_DIR (systemd: RuntimeDirectory=)`, 'runtimeDir');

@@ -2,7 +2,7 @@
 // status` and last-heartbeat.json for the next process's 60 s rule. Nothing
 // here goes to the state dir, so a healthy camera never writes to its SD card.
 import { readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { ensureDir } from '../lib/ensure-dir.js';
 import path from 'node:path';
 import { writeFileAtomic } from '../lib/atomic-write.js';
 import type { AttemptRecord } from './heartbeat-policy.js';
@@ -47,7 +47,7 @@ export class FileSink<T> {
         const value = this.pending;
         this.pending = undefined;
         try {
-          await mkdir(path.dirname(this.file), { recursive: true, mode: 0o700 });
+          await ensureDir(path.dirname(this.file));
           await writeFileAtomic(this.file, `${JSON.stringify(value, null, 2)}\n`, { mode: this.mode, durable: false });
         } catch (err) {
           this.onError(err);
