@@ -30,17 +30,24 @@ environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config
 Exit codes: 0 ok, 1 internal error, 64 usage, 69 service unavailable,
 75 temporary failure, 76 protocol error, 77 not authorized, 78 configuration error.`;
 
+const TOP_LEVEL = new Set(['--version', '-V', '--help', '-h', 'help']);
+
 // In the contract, built by later work: say so rather than "unknown command".
 const PLANNED = new Set(['pair', 'unpair', 'channels', 'queue']);
 
 async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  // `--json` promises one JSON object wherever it stands, so it may come
+  // before or after the top-level --version / --help.
+  const json = argv.includes('--json');
+  const [name, ...rest] = json && TOP_LEVEL.has(argv.find((a) => a !== '--json') ?? '') ? argv.filter((a) => a !== '--json') : argv;
   if (name === '--version' || name === '-V') {
-    printLine(agentVersion());
+    if (json) printJson({ ok: true, exitCode: 0, version: agentVersion() });
+    else printLine(agentVersion());
     return 0;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
-    printLine(HELP);
+    if (json) printJson({ ok: true, exitCode: 0, usage: HELP });
+    else printLine(HELP);
     return 0;
   }
   const [{ usageError }, { COMMANDS }] = await Promise.all([import('../lib/errors.js'), import('./commands.js')]);

@@ -82,6 +82,19 @@ describe('c2c-agent CLI (built bundle)', () => {
     }
   });
 
+  it.each([[['--help', '--json']], [['--json', '--help']], [['--json', '--version']], [['--version', '--json']]])(
+    'top-level %j with --json prints exactly one JSON object',
+    (args) => {
+      const r = bundle.run(args);
+      expect(r.status).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout.trimEnd().split('\n')).toHaveLength(1);
+      const out = JSON.parse(r.stdout) as Record<string, unknown>;
+      expect(out).toMatchObject({ ok: true, exitCode: 0 });
+      expect(out.usage ?? out.version).toBeTruthy();
+    },
+  );
+
   it.each([
     [['frobnicate'], "unknown command 'frobnicate'"],
     [['pair'], "'pair' is not available in this version of c2c-agent"],
