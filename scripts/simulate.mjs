@@ -19,6 +19,8 @@ const { values: opts } = parseArgs({
     'time-scale': { type: 'string', default: '60' },
     'firmware-version': { type: 'string', default: '2.1.0' },
     forever: { type: 'boolean', default: false },
+    // A five-minute network outage a third of the way in, to show the agent ride it out.
+    calm: { type: 'boolean', default: false },
     keep: { type: 'boolean', default: false },
   },
 });
@@ -117,3 +119,14 @@ process.on('SIGINT', () => finish('Ctrl-C'));
 process.on('SIGTERM', () => finish('SIGTERM'));
 daemon.once('exit', (code) => !finished && finish(`agent exited early with ${code}`));
 if (!opts.forever) setTimeout(() => finish('done'), (minutes * 60_000) / scale);
+if (!opts.calm && minutes >= 15) {
+  const admin = (op) => fetch(`${fakeInfo.adminUrl}/${op}`, { method: 'POST' }).catch((err) => say(`admin ${op} failed: ${err.message}`));
+  setTimeout(() => {
+    say('fault: the network goes away for 5 agent minutes (the fake refuses connections)');
+    void admin('refuse');
+    setTimeout(() => {
+      say('fault over: connections accepted again');
+      void admin('accept');
+    }, (5 * 60_000) / scale);
+  }, (minutes * 60_000) / 3 / scale);
+}
