@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createDeviceApi, type DeviceApiClient } from '../../agent/api/client.js';
 import { SystemClock } from '../../agent/lib/clock.js';
-import { AgentError } from '../../agent/lib/errors.js';
+import { failure } from './failure.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: string) => void;
 let handler: Handler = (_req, res) => res.end();
@@ -39,15 +39,6 @@ function json(res: http.ServerResponse, status: number, value: unknown, headers:
   res.end(typeof value === 'string' ? value : JSON.stringify(value));
 }
 
-async function failure(p: Promise<unknown>): Promise<AgentError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AgentError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 describe('request headers', () => {
   test('device calls carry bearer, x-client-version and the User-Agent; nothing asks for compression', async () => {

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/gl
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { createDeviceApi, type DeviceApiClient } from '../../agent/api/client.js';
 import { SystemClock } from '../../agent/lib/clock.js';
-import { AgentError } from '../../agent/lib/errors.js';
+import { failure } from './failure.js';
 
 // Agent and fake share one time scale, so the fake's 60 s delay and the
 // client's 30 s cap both play in well under a second of real time.
@@ -37,15 +37,6 @@ function client(token: string | (() => string | undefined) = cloud.devices[0]!.a
   return api;
 }
 
-async function failure(p: Promise<unknown>): Promise<AgentError> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof AgentError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to fail');
-}
 
 /** Runs `fn` and returns the journal entries it produced. */
 async function journaled(fn: () => Promise<unknown>): Promise<typeof cloud.journal> {
