@@ -9,6 +9,8 @@ import { backoffDelay } from '../lib/backoff.js';
 import { guarded } from './abort.js';
 import { MAX_RETRY_AFTER_MS, probeDelay } from './heartbeat-policy.js';
 
+export { unreachable } from './heartbeat-policy.js';
+
 const MINUTE = 60_000;
 
 /** The wait before the next start-up check: backoff, or a Retry-After if longer (capped like the scheduler's). */
@@ -36,15 +38,6 @@ export function pairingRetryDelay(failures: number, random: () => number): numbe
 /** A failed re-verify while heartbeating: the heartbeats report reachability, so just come back later. */
 export function reverifyRetryDelay(random: () => number): number {
   return backoffDelay({ baseMs: 5 * MINUTE, capMs: 15 * MINUTE, floorMs: 2 * MINUTE }, 0, random);
-}
-
-/**
- * Worth probing: the network itself failed. Not a timeout: a stalled
- * service may answer /health at once, and re-sending the stalled call on
- * every probe would be no backoff at all (the scheduler reasons the same).
- */
-export function unreachable(e: AgentError): boolean {
-  return e.kind === 'network' && e.details.code !== 'ETIMEDOUT';
 }
 
 /** GET /health every 5 to 30 s until any HTTP answer, then onReachable() once. */

@@ -47,6 +47,8 @@ export class Controller {
   private checkTimer: { timer: Timer; at: number; why: CheckWhy } | undefined;
   /** Before heartbeats run: notices the network coming back between start-up checks. */
   private probe: HealthProbe | undefined;
+  /** The probe hurried a check along once since the last good one: back off plainly until a success. */
+  private probeUsed = false;
   private recordWarned = false;
   private checking: { ac: AbortController; since: number } | undefined;
   private credsWatch: CredentialsWatch | undefined;
@@ -62,7 +64,10 @@ export class Controller {
     this.lastAttempt = this.d.lastAttempt;
     const print = this.d.credentialsFingerprint;
     this.credsWatch = print && new CredentialsWatch(this.d.clock, print, () => this.credentialsChanged());
-    this.probe = new HealthProbe(this.d.clock, this.d.random, (s) => this.d.api.health(s), () => void this.check(this.checkTimer?.why ?? 'start-up'));
+    this.probe = new HealthProbe(this.d.clock, this.d.random, (s) => this.d.api.health(s), () => {
+      this.probeUsed = true;
+      void this.check(this.checkTimer?.why ?? 'start-up');
+    });
     this.d.logger.info({ state: this.state }, 'c2c-agent daemon starting');
     this.publish(true);
     if (this.loadCredentials()) void this.check('start-up');
@@ -192,7 +197,7 @@ export class Controller {
     } else {
       this.setState(e.kind === 'rate-limited' ? 'rate-limited' : 'offline', describe(e));
       this.armCheck(why, startupRetryDelay(e, this.checkFailures, this.d.random));
-      if (unreachable(e)) this.probe?.start();
+      if (unreachable(e) && !this.probeUsed) this.probe?.start();
     }
     this.publish(false);
   }
@@ -214,6 +219,7 @@ export class Controller {
       this.recordWarned = false;
     }
     this.checkFailures = 0;
+    this.probeUsed = false;
     this.credsWatch?.stop();
     const paused = this.device?.status === 'paused';
     if (paused) this.setState('paused', 'the service says the device is paused');

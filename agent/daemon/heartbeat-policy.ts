@@ -97,6 +97,21 @@ export function nextAfterRateLimit(n: number, endedAt: number, retryAfterMs: num
   return Math.max(endedAt + jittered, endedAt + honoured, earliestNext(endedAt));
 }
 
+/**
+ * Failures where no connection to the service was made: the network or DNS
+ * is down, so a cheap GET /health may notice it return long before the
+ * backoff would. Anything after connect (ECONNRESET, a truncated body, a
+ * proxy resetting one path) or a timeout can fail the same way again while
+ * /health answers fine, so those get plain backoff. ECONNABORTED is left out:
+ * the stack reports it both before and after connect.
+ */
+export const CONNECT_FAILURES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EHOSTDOWN']);
+
+/** Worth a /health probe: the failure was at connect level (see CONNECT_FAILURES). */
+export function unreachable(e: { kind: string; details: { code?: string | undefined } } | undefined): boolean {
+  return e?.kind === 'network' && e.details.code !== undefined && CONNECT_FAILURES.has(e.details.code);
+}
+
 /** How often to ask GET /health while unreachable, so reconnection is noticed within seconds. */
 export function probeDelay(probes: number, random: () => number): number {
   return backoffDelay({ baseMs: 10_000, capMs: 30_000, floorMs: 5_000 }, probes, random);

@@ -12,6 +12,7 @@ import {
   nextAfterRateLimit,
   nextAfterSuccess,
   probeDelay,
+  unreachable,
   type AttemptRecord,
   type Bounds,
 } from './heartbeat-policy.js';
@@ -54,6 +55,8 @@ export class HeartbeatScheduler {
   private nextAt = 0;
   private probeAt: number | undefined;
   private probes = 0;
+  /** A probe already cut this outage's backoff short once: no more until a success. */
+  private shortcutUsed = false;
   private failures = 0;
   private rateLimits = 0;
 
@@ -158,6 +161,7 @@ export class HeartbeatScheduler {
       // A paused device is still answered by the service: keep it shown as alive.
       this.failures = 0;
       this.rateLimits = 0;
+      this.shortcutUsed = false;
       this.nextAt = nextAfterSuccess(this.o.bounds, o.startedAt, endedAt, r);
     } else if (o.result === 'rate-limited') {
       this.rateLimits++;
@@ -168,9 +172,10 @@ export class HeartbeatScheduler {
       this.nextAt = nextAfterFailure(this.failures, endedAt, r);
       // Unreachable: watch for the network to come back with cheap health probes, so
       // the one heartbeat after reconnection goes out as soon as the spacing allows.
-      // Not after a timeout: a service that stalls may answer /health at once, and
-      // retrying the stalled call every minute would be no backoff at all.
-      if (o.error?.kind === 'network' && o.error.details.code !== 'ETIMEDOUT') {
+      // Once per outage only: if the hurried attempt fails too, /health answering
+      // says nothing about the heartbeat, and probing again would undo the backoff
+      // (a fleet would retry in lockstep every 62 s).
+      if (unreachable(o.error) && !this.shortcutUsed) {
         this.probes = 0;
         this.probeAt = earliestNext(endedAt);
       }
@@ -192,6 +197,7 @@ export class HeartbeatScheduler {
     const now = this.o.clock.now();
     if (reachable) {
       this.probeAt = undefined;
+      this.shortcutUsed = true;
       this.nextAt = Math.max(now, earliestNext(lastEndOf(this.last, now)));
     } else {
       this.probes++;

@@ -10,7 +10,7 @@ import type { ApiResult, Device, DeviceApi, ResponseMeta } from '../../agent/api
 export type Call = 'getDevice' | 'heartbeat' | 'health';
 
 export interface Behaviour {
-  outcome: 'ok' | 'network' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused' | 'protocol';
+  outcome: 'ok' | 'network' | 'reset' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused' | 'protocol';
   /** For 'protocol': the HTTP status the unreadable answer came with (the client carries it in details.status). */
   status?: number;
   /** Agent ms until the answer; past 30 s the client times out instead. */
@@ -43,6 +43,9 @@ function errorFor(b: Behaviour, what: string): AgentError {
   switch (b.outcome) {
     case 'network':
       return new AgentError('network', `${what}: connection refused`, { code: 'ECONNREFUSED' });
+    case 'reset':
+      // After connect: the request may well have reached the service.
+      return new AgentError('network', `${what}: connection reset`, { code: 'ECONNRESET' });
     case 'server':
       return new AgentError('server', `${what}: 503`, { status: 503 });
     case 'rate-limited': {

@@ -15,7 +15,7 @@ const S = 1000;
 const MIN = 60 * S;
 const HOUR = 60 * MIN;
 
-type Kind = 'normal' | 'slow' | 'outage' | 'server' | 'flaky' | 'stall' | 'rl-seconds' | 'rl-date' | 'rl-none' | 'unauthorized';
+type Kind = 'normal' | 'slow' | 'outage' | 'reset' | 'server' | 'flaky' | 'stall' | 'rl-seconds' | 'rl-date' | 'rl-none' | 'unauthorized';
 interface Segment {
   kind: Kind;
   minutes: number;
@@ -45,6 +45,9 @@ function behaviour(kind: Kind, call: Call, r: () => number): Behaviour {
     }
     case 'outage':
       return { outcome: 'network', latencyMs: r() < 0.5 ? 5 : r() * 20 * S };
+    case 'reset':
+      // The service is up and /health answers, but every other call is reset after connect.
+      return call === 'health' ? { outcome: 'ok', latencyMs: quick } : { outcome: 'reset', latencyMs: quick, uplinkMs };
     case 'server':
       return call === 'health' ? { outcome: 'ok', latencyMs: quick } : { outcome: 'server', latencyMs: quick, uplinkMs };
     case 'flaky':
@@ -75,6 +78,8 @@ interface Result {
   maxSchedulerRequests: number;
   /** GET /v2/devices/me in flight at once. */
   maxChecks: number;
+  /** Heartbeat and device-check send times, with the fault in force then. */
+  sends: { call: Call; t: number; kind: Kind }[];
 }
 
 /** What a restart kills: a bare scheduler, or the whole controller (start-up check, 401 handling, re-verify). */
@@ -99,7 +104,7 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
     return NORMAL.has(kindAt(b));
   };
   const api = new FakeApi(clock, (call, now) => behaviour(kindAt(now), call, r));
-  const res: Result = { hours, heartbeats: 0, tooSoon: [], tooLate: [], maxInFlight: 0, maxHeartbeats: 0, maxSchedulerRequests: 0, maxChecks: 0 };
+  const res: Result = { hours, heartbeats: 0, tooSoon: [], tooLate: [], maxInFlight: 0, maxHeartbeats: 0, maxSchedulerRequests: 0, maxChecks: 0, sends: [] };
   // A restart that kills a heartbeat in flight excuses the gap it falls in: the
   // service may never see that request, or never get to answer it.
   const excused: number[] = [];
@@ -185,10 +190,11 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
   res.maxHeartbeats = api.maxInFlightOf.heartbeat;
   res.maxSchedulerRequests = api.maxSchedulerInFlight;
   res.maxChecks = api.maxInFlightOf.getDevice;
+  res.sends = api.calls.filter((c) => c.call !== 'health').map((c) => ({ ...c, kind: kindAt(c.t) }));
   return res;
 }
 
-const kindArb = fc.constantFrom<Kind>('normal', 'normal', 'normal', 'slow', 'outage', 'server', 'flaky', 'stall', 'rl-seconds', 'rl-date', 'rl-none', 'unauthorized');
+const kindArb = fc.constantFrom<Kind>('normal', 'normal', 'normal', 'slow', 'outage', 'reset', 'server', 'flaky', 'stall', 'rl-seconds', 'rl-date', 'rl-none', 'unauthorized');
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
   segments: fc.array(fc.record({ kind: kindArb, minutes: fc.integer({ min: 1, max: 240 }) }), { minLength: 1, maxLength: 40 }),
@@ -242,6 +248,37 @@ describe('heartbeat spacing invariants (property)', () => {
     );
     process.stdout.write(`property (controller): ${hours} simulated hours\n`);
   }, 60_000);
+
+  it('service up, /health OK, calls reset at the network level: retries follow the backoff, never ~62 s apart for long', async () => {
+    const resetArb = fc.record({
+      seed: fc.integer({ min: 1, max: 2 ** 31 - 1 }),
+      segments: fc.tuple(fc.integer({ min: 1, max: 60 }), fc.integer({ min: 20, max: 240 })).map(([ok, bad]) => [
+        { kind: 'normal' as Kind, minutes: ok },
+        { kind: 'reset' as Kind, minutes: bad },
+      ]),
+      restartEveryHours: fc.constant(0),
+      wallJumps: fc.boolean(),
+      bounds: fc.constant({ minSeconds: 60, maxSeconds: 270 }),
+    });
+    await fc.assert(
+      fc.asyncProperty(resetArb, fc.constantFrom<'scheduler' | 'controller'>('scheduler', 'controller'), async (sc, mode) => {
+        const res = await simulate(sc, 12, mode);
+        expect(res.tooSoon).toEqual([]);
+        // Any 20 minutes inside a reset stretch: without backoff 19 heartbeats (one per 62 s), with it about 8.
+        const beats = res.sends.filter((x) => x.call === 'heartbeat' && x.kind === 'reset').map((x) => x.t);
+        for (const t of beats) {
+          const window = beats.filter((u) => u >= t && u < t + 20 * MIN);
+          if (res.sends.every((x) => x.t < t || x.t >= t + 20 * MIN || x.kind === 'reset')) expect(window.length).toBeLessThanOrEqual(12);
+        }
+      }),
+      { numRuns: 20 },
+    );
+    // At start-up (the device check itself is reset): backoff up to 5 min, not a check every 8 s forever.
+    const boot = await simulate({ seed: 9, segments: [{ kind: 'reset', minutes: 600 }], restartEveryHours: 0, wallJumps: false, bounds: { minSeconds: 60, maxSeconds: 270 } }, 2, 'controller');
+    const checks = boot.sends.filter((x) => x.call === 'getDevice');
+    expect(checks.length).toBeGreaterThan(5);
+    expect(checks.filter((x) => x.t >= checks[0]!.t + HOUR).length).toBeLessThanOrEqual(40);
+  });
 
   it('a service that always answers normally never sees a gap over 300 s, restarts included', async () => {
     const res = await simulate(
