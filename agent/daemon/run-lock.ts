@@ -5,7 +5,8 @@
 // the kernel has since given to another process) is taken over, not obeyed.
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { procStartOf } from './live-status.js';
+import { configError } from '../lib/errors.js';
+import { procStartOf, procStatOf, type ProcStat } from './live-status.js';
 
 export const LOCK_FILE = 'run.lock';
 
@@ -16,16 +17,37 @@ export interface LockOwner {
 
 export type LockResult = { kind: 'acquired'; release: () => void } | { kind: 'held'; owner: LockOwner };
 
+/** How processAlive looks at a pid; injectable, so each case can be tested without staging it. */
+export interface ProcProbe {
+  /** kill(pid, 0): 'ok', 'eperm' (exists, another user's) or 'gone'. */
+  signal(pid: number): 'ok' | 'eperm' | 'gone';
+  stat(pid: number): ProcStat | undefined;
+}
+
+export const realProbe: ProcProbe = {
+  signal(pid) {
+    try {
+      process.kill(pid, 0);
+      return 'ok';
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'EPERM' ? 'eperm' : 'gone';
+    }
+  },
+  stat: procStatOf,
+};
+
 /** The process is running and is the one that wrote `procStart` (not a reuse of its pid). */
-export function processAlive(pid: number, procStart: string | undefined): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    // EPERM: alive, but another user's.
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  const now = procStartOf(pid);
-  return procStart === undefined || now === undefined || now === procStart;
+export function processAlive(pid: number, procStart: string | undefined, probe: ProcProbe = realProbe): boolean {
+  if (probe.signal(pid) === 'gone') return false;
+  const stat = probe.stat(pid);
+  // The owner recorded its start time, so it could read its own /proc entry, and
+  // so could we (same user) if it still ran: an unreadable one is another user's
+  // process (ProtectProc=invisible hides those) that inherited the pid. Without a
+  // recorded start (no /proc at all) kill() is all we have.
+  if (stat === undefined) return procStart === undefined;
+  // A zombie answers kill(pid, 0) and keeps its start time, but runs nothing.
+  if (stat.state === 'Z' || stat.state === 'X') return false;
+  return procStart === undefined || stat.start === procStart;
 }
 
 function readText(file: string): string | undefined {
@@ -55,6 +77,20 @@ function unlinkQuietly(file: string): void {
 }
 
 export function acquireRunLock(runtimeDir: string, me: LockOwner = { pid: process.pid, ...optionalStart(process.pid) }): LockResult {
+  try {
+    return takeLock(runtimeDir, me);
+  } catch (err) {
+    // A runtime dir we cannot write is a setting to fix (exit 78), not a bug.
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === undefined) throw err;
+    throw configError(
+      `cannot take the run lock in the runtime dir ${runtimeDir} (${code}); make it writable for this user or set --runtime-dir or C2C_RUNTIME_DIR (systemd: RuntimeDirectory=)`,
+      'runtimeDir',
+    );
+  }
+}
+
+function takeLock(runtimeDir: string, me: LockOwner): LockResult {
   const file = path.join(runtimeDir, LOCK_FILE);
   const mine = `${JSON.stringify(me)}\n`;
   // Written whole under a private name, then linked: link() fails if the lock
@@ -74,11 +110,20 @@ export function acquireRunLock(runtimeDir: string, me: LockOwner = { pid: proces
       if (owner && processAlive(owner.pid, owner.procStart)) return { kind: 'held', owner };
       // Stale. Remove it only if it is still the one judged stale: another
       // starter may have taken it over meanwhile, and its lock is not ours to break.
-      if (readText(file) === seen) unlinkQuietly(file);
+      if (readText(file) === seen) unlinkStale(file);
     }
     throw new Error(`cannot take ${file}: it keeps changing`);
   } finally {
     unlinkQuietly(tmp);
+  }
+}
+
+/** Only "already gone" is fine: a stale lock we cannot remove would make us spin, then fail vaguely. */
+function unlinkStale(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }
 

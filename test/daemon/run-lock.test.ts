@@ -1,11 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
-import { acquireRunLock, LOCK_FILE } from '../../agent/daemon/run-lock.js';
-import { procStartOf } from '../../agent/daemon/live-status.js';
+import { spawn, spawnSync } from 'node:child_process';
+import { acquireRunLock, LOCK_FILE, processAlive, type ProcProbe } from '../../agent/daemon/run-lock.js';
+import { procStartOf, procStatOf } from '../../agent/daemon/live-status.js';
+import { daemonAlive } from '../../agent/cli/status.js';
+import { AgentError } from '../../agent/lib/errors.js';
+import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';
 import { crashHandler, ignoreSignals } from '../../agent/daemon/process-guards.js';
 import { createLogger } from '../../agent/lib/logger.js';
 
@@ -53,6 +56,75 @@ describe('run lock', () => {
     writeFileSync(lockFile(), JSON.stringify({ pid: 1 }));
     if (mine.kind === 'acquired') mine.release();
     expect(existsSync(lockFile())).toBe(true);
+  });
+});
+
+describe('run lock: an unwritable runtime dir is a setting to fix (exit 78), not a bug', () => {
+  const expectConfig = (f: () => unknown): void => {
+    let err: unknown;
+    try {
+      f();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(AgentError);
+    expect((err as AgentError).exitCode).toBe(78);
+    expect((err as AgentError).message).toContain(dir);
+    expect((err as AgentError).message).toMatch(/--runtime-dir or C2C_RUNTIME_DIR/);
+  };
+
+  // Tests run as root, where a 0555 dir is writable: a directory where a file must go fails for root too.
+  it('the lock cannot be written', () => {
+    mkdirSync(path.join(dir, `${LOCK_FILE}.4242.tmp`));
+    expectConfig(() => acquireRunLock(dir, { pid: 4242 }));
+  });
+
+  it('a stale lock cannot be removed', () => {
+    mkdirSync(lockFile());
+    expectConfig(() => acquireRunLock(dir, { pid: 4242 }));
+  });
+});
+
+describe('processAlive', () => {
+  const probe = (signal: ReturnType<ProcProbe['signal']>, stat?: { state: string; start: string }): ProcProbe => ({ signal: () => signal, stat: () => stat });
+
+  it('decides from kill(pid, 0) and /proc/<pid>/stat', () => {
+    expect(processAlive(7, '100', probe('gone'))).toBe(false);
+    expect(processAlive(7, '100', probe('ok', { state: 'S', start: '100' }))).toBe(true);
+    expect(processAlive(7, '100', probe('ok', { state: 'S', start: '999' }))).toBe(false);
+    expect(processAlive(7, undefined, probe('ok', { state: 'R', start: '999' }))).toBe(true);
+    // Zombie or dead: the pid answers kill() and keeps its start time, yet nothing runs.
+    expect(processAlive(7, '100', probe('ok', { state: 'Z', start: '100' }))).toBe(false);
+    expect(processAlive(7, '100', probe('ok', { state: 'X', start: '100' }))).toBe(false);
+    // Another user's process under ProtectProc=invisible: EPERM and no /proc entry. Ours would be readable.
+    expect(processAlive(7, '100', probe('eperm'))).toBe(false);
+    expect(processAlive(7, '100', probe('ok'))).toBe(false);
+    // No start time recorded (no /proc when the lock was written): kill() is all there is.
+    expect(processAlive(7, undefined, probe('eperm'))).toBe(true);
+  });
+
+  it('procStatOf parses after the last parenthesis (a command name may hold spaces and parens)', () => {
+    const s = procStatOf(process.pid);
+    expect(s?.state).toMatch(/^[RS]$/);
+    expect(s?.start).toBe(procStartOf(process.pid));
+  });
+
+  it('a real zombie holding the lock is dead to the lock and to status', async () => {
+    // The shell forks a child that exits at once, then becomes `sleep`, which never reaps it.
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
+      for (let i = 0; i < 200 && procStatOf(pid)?.state !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
+      const stat = procStatOf(pid);
+      expect(stat?.state).toBe('Z');
+      expect(() => process.kill(pid, 0)).not.toThrow();
+      expect(processAlive(pid, stat?.start)).toBe(false);
+      expect(daemonAlive({ state: 'online', pid, procStart: stat?.start } as DaemonSnapshot)).toBe(false);
+      writeFileSync(lockFile(), JSON.stringify({ pid, procStart: stat?.start }));
+      expect(acquireRunLock(dir).kind).toBe('acquired');
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 });
 
