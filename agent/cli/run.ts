@@ -3,6 +3,7 @@
 // controller, the runtime-dir files and systemd; owns the signals.
 import { statSync } from 'node:fs';
 import { ensureDir } from '../lib/ensure-dir.js';
+import { removeStaleTemps } from '../lib/atomic-write.js';
 import { loadSettings } from '../config/settings.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import { loadCredentials, type Credentials } from '../auth/credentials.js';
@@ -12,7 +13,7 @@ import { AgentError, configError } from '../lib/errors.js';
 import { createLogger } from '../lib/logger.js';
 import { Controller } from '../daemon/controller.js';
 import { clampBounds } from '../daemon/heartbeat-policy.js';
-import { createAttemptStore, createStatusSink, procStartOf, readLastAttempt } from '../daemon/live-status.js';
+import { ATTEMPT_FILE, attemptToStartFrom, createAttemptStore, createStatusSink, procStartOf, readLastAttempt } from '../daemon/live-status.js';
 import { statusLine } from '../daemon/snapshot.js';
 import { acquireRunLock } from '../daemon/run-lock.js';
 import { crashHandler, ignoreSignals } from '../daemon/process-guards.js';
@@ -25,6 +26,15 @@ export const options = {} satisfies CommandOptions;
 
 /** A stop must be over within 5 s (the issue's promise; TimeoutStopSec is 10 s): leave room to spare. */
 const HARD_EXIT_MS = 4_500;
+
+function sweepTemps(dir: string): string[] {
+  try {
+    return removeStaleTemps(dir);
+  } catch {
+    // An unlistable dir shows up as soon as we write to it; nothing to add here.
+    return [];
+  }
+}
 
 export async function run(ctx: CommandContext): Promise<number> {
   const settings = loadSettings(ctx.settingsOptions, ctx.env);
@@ -46,6 +56,10 @@ export async function run(ctx: CommandContext): Promise<number> {
       `another c2c-agent run is active (pid ${lock.owner.pid}); stop it first (systemctl stop c2c-agent) or see it with c2c-agent status`,
     );
   }
+  // Holding the lock, we are the only writer here: temp files are leftovers of a
+  // kill -9, and RuntimeDirectoryPreserve=yes would keep them across restarts.
+  const swept = sweepTemps(settings.runtimeDir);
+  if (swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${settings.runtimeDir}`);
 
   let creds: Credentials | undefined;
   const warn = (message: string): void => logger.warn(message);
@@ -70,6 +84,10 @@ export async function run(ctx: CommandContext): Promise<number> {
   const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
   const statusSink = createStatusSink(settings.runtimeDir, logWriteError('status'));
   const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
+  const lastRead = readLastAttempt(settings.runtimeDir, settings.timeScale);
+  if (lastRead.kind === 'unreadable') {
+    logger.warn({ error: lastRead.error }, `cannot read ${ATTEMPT_FILE} in ${settings.runtimeDir}; waiting a full minute before the first heartbeat`);
+  }
   const notifier = createSystemdNotifier(process.env, undefined, (err) => logger.warn({ err: String(err) }, 'systemd-notify failed'));
 
   const controller: Controller = new Controller({
@@ -83,7 +101,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     },
     ...(fileBased && { credentialsFingerprint: fingerprint }),
     bounds: clampBounds(profile.heartbeat),
-    lastAttempt: readLastAttempt(settings.runtimeDir, settings.timeScale),
+    lastAttempt: attemptToStartFrom(lastRead, clock.now()),
     persistAttempt: (rec) => attempts.save(rec),
     publish: (snap) => {
       statusSink.write(snap);

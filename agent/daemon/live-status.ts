@@ -84,22 +84,40 @@ export function createAttemptStore(runtimeDir: string, timeScale: number, onErro
   };
 }
 
-/** The previous process's last attempt; a missing or unreadable file means none. */
-export function readLastAttempt(runtimeDir: string, timeScale: number): AttemptRecord | undefined {
+export type AttemptRead = { kind: 'missing' } | { kind: 'unreadable'; error: string } | { kind: 'ok'; record: AttemptRecord };
+
+/** The previous process's last attempt, as last-heartbeat.json tells it. */
+export function readLastAttempt(runtimeDir: string, timeScale: number): AttemptRead {
+  let text: string;
+  try {
+    text = readFileSync(path.join(runtimeDir, ATTEMPT_FILE), 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? { kind: 'missing' } : { kind: 'unreadable', error: code ?? String(err) };
+  }
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(path.join(runtimeDir, ATTEMPT_FILE), 'utf8'));
+    raw = JSON.parse(text);
   } catch {
-    return undefined;
+    return { kind: 'unreadable', error: 'not JSON' };
   }
-  if (raw === null || typeof raw !== 'object') return undefined;
-  const r = raw as Record<string, unknown>;
-  if (typeof r.startedAt !== 'number' || !Number.isFinite(r.startedAt)) return undefined;
+  const r = (raw ?? {}) as Record<string, unknown>;
+  if (typeof r.startedAt !== 'number' || !Number.isFinite(r.startedAt)) return { kind: 'unreadable', error: 'no startedAt' };
   const scale = typeof r.timeScale === 'number' && r.timeScale > 0 ? r.timeScale : timeScale;
   // Monotonic times are boot-origin hrtime times the scale: rescaling is exact.
-  const rec: AttemptRecord = { startedAt: (r.startedAt / scale) * timeScale };
-  if (typeof r.endedAt === 'number' && Number.isFinite(r.endedAt)) rec.endedAt = (r.endedAt / scale) * timeScale;
-  return rec;
+  const record: AttemptRecord = { startedAt: (r.startedAt / scale) * timeScale };
+  if (typeof r.endedAt === 'number' && Number.isFinite(r.endedAt)) record.endedAt = (r.endedAt / scale) * timeScale;
+  return { kind: 'ok', record };
+}
+
+/**
+ * The record to start from. One that exists but cannot be read (say root-owned
+ * 0600, left by a manual `sudo c2c-agent run`) may hide a heartbeat sent a moment
+ * ago: count it as an attempt ending now, so the first one waits a full spacing.
+ */
+export function attemptToStartFrom(read: AttemptRead, now: number): AttemptRecord | undefined {
+  if (read.kind === 'ok') return read.record;
+  return read.kind === 'missing' ? undefined : { startedAt: now, endedAt: now };
 }
 
 export type StatusRead = { kind: 'missing' } | { kind: 'unreadable'; error: string } | { kind: 'ok'; snapshot: DaemonSnapshot };

@@ -2,7 +2,7 @@
 // power cut must leave either the old or the new file, never a torn one:
 // write a temp file, fsync it, rename over the target, fsync the directory.
 // On tmpfs (durable: false) the fsyncs are pointless and skipped.
-import { promises as fs } from 'node:fs';
+import { promises as fs, readdirSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -11,10 +11,40 @@ export interface WriteOptions {
   durable?: boolean;
 }
 
+/** The temp files writeFileAtomic makes: `.<name>.<12 hex>.tmp`, next to the target. */
+const TEMP_NAME = /^\..+\.[0-9a-f]{12}\.tmp$/;
+
+export function tempPathFor(file: string): string {
+  return path.join(path.dirname(file), `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+}
+
+export function isAtomicTemp(name: string): boolean {
+  return TEMP_NAME.test(name);
+}
+
+/**
+ * Removes the temp files a writer killed between open and rename left in
+ * `dir` (kill -9 skips the cleanup). Only call it while no other process
+ * writes there: their temp files look the same. Returns the names removed.
+ */
+export function removeStaleTemps(dir: string): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (!isAtomicTemp(name)) continue;
+    try {
+      unlinkSync(path.join(dir, name));
+      removed.push(name);
+    } catch {
+      // Gone meanwhile, or not ours to remove: it costs a few bytes, not correctness.
+    }
+  }
+  return removed;
+}
+
 export async function writeFileAtomic(file: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
   const { mode = 0o600, durable = true } = options;
   const dir = path.dirname(file);
-  const tmp = path.join(dir, `.${path.basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = tempPathFor(file);
   const handle = await fs.open(tmp, 'wx', mode);
   try {
     await handle.writeFile(data);

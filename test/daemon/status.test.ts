@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -7,7 +7,8 @@ import { FakeClock } from '../../agent/lib/fake-clock.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { Controller } from '../../agent/daemon/controller.js';
 import { clampBounds } from '../../agent/daemon/heartbeat-policy.js';
-import { createAttemptStore, createStatusSink, procStartOf, readLastAttempt, statusFile } from '../../agent/daemon/live-status.js';
+import { attemptToStartFrom, createAttemptStore, createStatusSink, procStartOf, readLastAttempt, statusFile } from '../../agent/daemon/live-status.js';
+import { earliestNext, lastEndOf, MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/daemon/heartbeat-policy.js';
 import { DAEMON_STATES, type DaemonSnapshot, type DaemonState } from '../../agent/daemon/snapshot.js';
 import { run as statusCommand } from '../../agent/cli/status.js';
 import type { CommandContext } from '../../agent/cli/command.js';
@@ -140,10 +141,27 @@ describe('c2c-agent status', () => {
     const store = createAttemptStore(dir, 60);
     await store.save({ startedAt: 6000 });
     await store.save({ startedAt: 6000, endedAt: 9000 });
-    expect(readLastAttempt(dir, 60)).toEqual({ startedAt: 6000, endedAt: 9000 });
+    expect(readLastAttempt(dir, 60)).toEqual({ kind: 'ok', record: { startedAt: 6000, endedAt: 9000 } });
     // Another time scale: the same boot-origin instant, rescaled.
-    expect(readLastAttempt(dir, 1)).toEqual({ startedAt: 100, endedAt: 150 });
-    writeFileSync(path.join(dir, 'last-heartbeat.json'), 'garbage');
-    expect(readLastAttempt(dir, 60)).toBeUndefined();
+    expect(readLastAttempt(dir, 1)).toEqual({ kind: 'ok', record: { startedAt: 100, endedAt: 150 } });
+  });
+
+  it('an attempt record that exists but cannot be read counts as an attempt just now: the first heartbeat waits a full spacing', async () => {
+    const rt = mkdtempSync(path.join(dir, 'rt-'));
+    const file = path.join(rt, 'last-heartbeat.json');
+    expect(readLastAttempt(rt, 60)).toEqual({ kind: 'missing' });
+    expect(attemptToStartFrom(readLastAttempt(rt, 60), 5_000)).toBeUndefined();
+    const now = 10_000_000;
+    // Root-owned 0600 cannot be staged as root; a directory in its place fails to read for root too.
+    mkdirSync(file);
+    expect(readLastAttempt(rt, 60)).toEqual({ kind: 'unreadable', error: 'EISDIR' });
+    rmdirSync(file);
+    for (const text of ['garbage', '{"endedAt": 5}', 'null']) {
+      writeFileSync(file, text);
+      const read = readLastAttempt(rt, 60);
+      expect(read.kind).toBe('unreadable');
+      const rec = attemptToStartFrom(read, now);
+      expect(earliestNext(lastEndOf(rec, now))).toBe(now + MIN_SPACING_MS + SPACING_MARGIN_MS);
+    }
   });
 });
