@@ -1,12 +1,14 @@
 // No secret in any output, at any log level (contract.md, "Output"): every
 // command runs with --log-level trace in scenarios that carry tokens and a
 // client secret, on success and failure paths, and its stdout and stderr are
-// searched for every secret the fake cloud issued.
+// searched for every secret the fake cloud issued. For `run`, so are the
+// files it leaves in the runtime dir (status.json, last-heartbeat.json,
+// run.lock), both while it runs and after it stops or is killed with -9.
 //
 // Table-driven: a new command gets a row in COMMANDS; a new way of holding
 // secrets gets a row in SCENARIOS; a new failure path gets a row in FAULTS.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startFakeCloud, type FakeCloud, type Fault } from '../fake-cloud/index.js';
@@ -74,6 +76,14 @@ interface CommandRow {
   network?: boolean;
   /** For long-running commands: when to send SIGTERM. */
   stopAfter?: () => Promise<unknown>;
+  /** Kill -9 instead (a crash as far as the runtime dir can tell): what it leaves behind is searched too. */
+  kill9?: boolean;
+}
+
+/** Every file in the runtime dir, name to content. */
+function runtimeFiles(dir: string): Record<string, string> {
+  if (!existsSync(dir)) return {};
+  return Object.fromEntries(readdirSync(dir).map((name) => [name, readFileSync(path.join(dir, name), 'utf8')]));
 }
 
 /** Resolves once the fake has seen `count` more requests, or after `ms` real ms. */
@@ -99,10 +109,13 @@ const COMMANDS: CommandRow[] = [
   { args: ['--help'] },
   // The daemon: a start-up check and a heartbeat or two, then SIGTERM.
   { args: ['run'], network: true, stopAfter: () => requestsOrTimeout(2, 1000) },
+  { args: ['run'], network: true, stopAfter: () => requestsOrTimeout(2, 1000), kill9: true },
 ];
 
 const cases = COMMANDS.flatMap((c) =>
-  SCENARIOS.flatMap((s) => (c.network ? FAULTS : FAULTS.slice(0, 1)).map((f) => ({ c, s, f, label: `${c.args.join(' ')} | ${s.name} | ${f.name}` }))),
+  SCENARIOS.flatMap((s) =>
+    (c.network && !c.kill9 ? FAULTS : FAULTS.slice(0, 1)).map((f) => ({ c, s, f, label: `${c.args.join(' ')}${c.kill9 ? ' (kill -9)' : ''} | ${s.name} | ${f.name}` })),
+  ),
 );
 
 describe('no secret in stdout or stderr at --log-level trace', () => {
@@ -110,11 +123,28 @@ describe('no secret in stdout or stderr at --log-level trace', () => {
     const dir = path.join(work, `case-${n++}`);
     mkdirSync(dir);
     const handle = f.fault ? cloud.control.addFault(f.fault) : undefined;
+    const runDir = path.join(dir, 'run');
+    let live: Record<string, string> = {};
+    // Before the SIGTERM: the files of a running daemon, run.lock included (and its pid, for the kill -9 rows).
+    const stopWhen = c.stopAfter?.().then(() => {
+      live = runtimeFiles(runDir);
+      const owner = live['run.lock'] === undefined ? undefined : (JSON.parse(live['run.lock']) as { pid: number });
+      if (c.kill9 && owner) process.kill(owner.pid, 'SIGKILL');
+    });
     try {
       const r = await runBundle(bundle.file, [...c.args, '--log-level', 'trace'], {
-        env: { C2C_API_URL: cloud.url, C2C_STATE_DIR: path.join(dir, 'state'), C2C_RUNTIME_DIR: path.join(dir, 'run'), C2C_TIME_SCALE: String(SCALE), ...s.env(dir) },
-        ...(c.stopAfter ? { stopWhen: c.stopAfter() } : {}),
+        env: { C2C_API_URL: cloud.url, C2C_STATE_DIR: path.join(dir, 'state'), C2C_RUNTIME_DIR: runDir, C2C_TIME_SCALE: String(SCALE), ...s.env(dir) },
+        ...(stopWhen ? { stopWhen } : {}),
       });
+      if (c.args[0] === 'run') {
+        expect(Object.keys(live)).toContain('run.lock');
+        const left = runtimeFiles(runDir);
+        expect(Object.keys(left)).toContain('status.json');
+        if (c.kill9) expect(r.signal).toBe('SIGKILL');
+        for (const [name, text] of [...Object.entries(live), ...Object.entries(left)]) {
+          for (const secret of secrets()) expect({ name, found: text.includes(secret) }).toEqual({ name, found: false });
+        }
+      }
       const out = r.stdout + r.stderr;
       // The command really ran, and at trace level the requests were logged in detail.
       expect(out.length).toBeGreaterThan(0);
