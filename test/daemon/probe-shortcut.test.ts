@@ -39,27 +39,18 @@ describe('health-probe shortcut', () => {
     expect(unreachable(new AgentError('server', '503', { status: 503 }))).toBe(false);
   });
 
-  it('heartbeat reset while /health answers: attempts follow the backoff, no probes', async () => {
-    const h = scheduler(pathFails('reset', 10_000_000 + 5 * MIN));
+  it.each([
+    ['reset', 'attempts follow the backoff, no probes', 0],
+    ['network', 'one shortcut per outage (one probe), then plain backoff', 1],
+  ] as const)('heartbeat %s while /health answers: %s', async (kind, _what, probes) => {
+    const h = scheduler(pathFails(kind, 10_000_000 + 5 * MIN));
     h.s.start();
     await h.clock.advance(5 * MIN);
     const from = h.clock.now();
     await h.clock.advance(20 * MIN);
     const beats = h.beats().filter((t) => t >= from);
     expectBackoff(beats.slice(1).map((t, i) => t - (beats[i] as number)));
-    expect(h.api.count('health')).toBe(0);
-    await h.s.stop();
-  });
-
-  it('a refused heartbeat while /health answers gets one shortcut per outage, then plain backoff', async () => {
-    const h = scheduler(pathFails('network', 10_000_000 + 5 * MIN));
-    h.s.start();
-    await h.clock.advance(5 * MIN);
-    const from = h.clock.now();
-    await h.clock.advance(20 * MIN);
-    const beats = h.beats().filter((t) => t >= from);
-    expectBackoff(beats.slice(1).map((t, i) => t - (beats[i] as number)));
-    expect(h.api.count('health')).toBe(1);
+    expect(h.api.count('health')).toBe(probes);
     await h.s.stop();
   });
 
