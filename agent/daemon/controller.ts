@@ -9,12 +9,10 @@ import type { Device, DeviceApi } from '../api/types.js';
 import { describe, guarded } from './abort.js';
 import { HealthProbe, pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay, startupRetryDelay, unreachable } from './check-retry.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat-scheduler.js';
-import { ATTEMPT_GUARD_MS, type AttemptRecord, type Bounds } from './heartbeat-policy.js';
+import type { AttemptRecord, Bounds } from './heartbeat-policy.js';
+import { loopHealthy } from './loop-health.js';
 import { CredentialsWatch } from './credentials-watch.js';
 import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
-
-/** Watchdog slack past a due timer before the loop counts as wedged. */
-const HEALTH_GRACE_MS = 60_000;
 
 export interface ControllerDeps {
   clock: Clock;
@@ -101,15 +99,7 @@ export class Controller {
   /** For the watchdog: the loop has something armed, and it is not long overdue. */
   isHealthy(): boolean {
     if (this.stopped) return true;
-    const now = this.d.clock.now();
-    if (this.checking && now - this.checking.since > ATTEMPT_GUARD_MS + HEALTH_GRACE_MS) return false;
-    const v = this.scheduler?.view();
-    if (v?.running) {
-      if (v.inFlightSince !== undefined) return now - v.inFlightSince <= ATTEMPT_GUARD_MS + HEALTH_GRACE_MS;
-      return v.nextAt !== undefined && now <= Math.min(v.nextAt, v.probeAt ?? Infinity) + HEALTH_GRACE_MS;
-    }
-    if (this.checking) return true;
-    return this.checkTimer !== undefined && now <= this.checkTimer.at + HEALTH_GRACE_MS;
+    return loopHealthy({ now: this.d.clock.now(), checkingSince: this.checking?.since, scheduler: this.scheduler?.view(), checkAt: this.checkTimer?.at });
   }
 
   get currentState(): DaemonState {
