@@ -215,3 +215,45 @@ describe('exit 78: configuration error, before any request', () => {
     expect(r.stderr).toContain(text);
   });
 });
+
+describe('authorization expiry (the person gave the authorization an end date)', () => {
+  // Its own fake at scale 1: the fake's timestamps run at its time scale, and
+  // "expires in 3 h" must mean 3 h of the same clock the agent reads Date from.
+  let local: FakeCloud;
+  beforeAll(async () => {
+    local = await startFakeCloud({ devices: 1 });
+  });
+  afterAll(async () => {
+    await local?.close();
+  });
+  const run = (args: string[]) =>
+    runBundle(bundle.file, ['check', ...args], {
+      env: { C2C_API_URL: local.url, C2C_STATE_DIR: stateDir(), C2C_TOKEN: local.devices[0]!.accessToken },
+    });
+
+  test('under 24 h away: exit 0 with a warning, in human and --json form', async () => {
+    local.control.setAuthorizationExpiry(local.devices[0]!.id, 3 * 3_600_000);
+    const human = await run([]);
+    expect(human.status).toBe(0);
+    expect(human.stdout).toMatch(/warning: authorization expires in [23] h/);
+    const json = JSON.parse((await run(['--json'])).stdout) as Record<string, any>;
+    expect(json).toMatchObject({ ok: true, exitCode: 0, expiresAt: expect.any(String) });
+    expect(json.warnings.join(' ')).toMatch(/authorization expires in/);
+  });
+
+  test('more than a day away: no warning', async () => {
+    local.control.setAuthorizationExpiry(local.devices[0]!.id, 3 * 86_400_000);
+    const r = await run([]);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/authorization expires: \S+ \(in /);
+    expect(r.stdout).not.toContain('warning:');
+  });
+
+  test('past: the fake refuses the token, exit 77', async () => {
+    local.control.setAuthorizationExpiry(local.devices[0]!.id, -1_000);
+    const r = await run(['--json']);
+    expect(r.status).toBe(77);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: false, error: { kind: 'unauthorized', status: 401 } });
+    local.control.setAuthorizationExpiry(local.devices[0]!.id, null);
+  });
+});

@@ -54,6 +54,11 @@ async function route(cloud: FakeCloud, req: IncomingMessage): Promise<Reply> {
     if (action === 'revoke') return c.revokeTokens(id!), ok();
     if (action === 'pause') return c.pause(id!), ok();
     if (action === 'unpause') return c.unpause(id!), ok();
+    if (action === 'expiry') {
+      const b = parse(body) as { in_seconds?: unknown };
+      if (b.in_seconds !== null && typeof b.in_seconds !== 'number') return json(400, { error: 'in_seconds (number or null) is required' });
+      return c.setAuthorizationExpiry(id!, b.in_seconds === null ? null : b.in_seconds * 1000), ok();
+    }
   }
   if (head === 'approve' && method === 'POST') {
     const b = parse(body) as { user_code?: unknown };

@@ -175,3 +175,22 @@ describe('fake cloud: health, auth, device record', () => {
     expect(await r.json()).toMatchObject({ code: 405 });
   });
 });
+
+describe('fake cloud: authorization expiry', () => {
+  it('shows expires_at in the device record and refuses the tokens once it has passed', async () => {
+    const clock = new ManualClock();
+    cloud = await startFakeCloud({ clock: clock.now });
+    const d = cloud.devices[0]!;
+    cloud.control.setAuthorizationExpiry(d.id, 60_000);
+    const r = await call(cloud.url, '/v2/devices/me', { token: d.accessToken });
+    expect(r.status).toBe(200);
+    const body = (await r.json()) as { authorization: { expires_at: string | null } };
+    expect(Date.parse(body.authorization.expires_at ?? '')).toBeGreaterThan(Date.now());
+    clock.advance(60_000);
+    expect((await call(cloud.url, '/v2/devices/me', { token: d.accessToken })).status).toBe(401);
+    cloud.control.setAuthorizationExpiry(d.id, null);
+    const back = await call(cloud.url, '/v2/devices/me', { token: d.accessToken });
+    expect(back.status).toBe(200);
+    expect(((await back.json()) as { authorization: { expires_at: unknown } }).authorization.expires_at).toBeNull();
+  });
+});

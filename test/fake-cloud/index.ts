@@ -78,6 +78,8 @@ export interface FakeCloudControl {
   revokeTokens(deviceId: string): void;
   pause(deviceId: string): void;
   unpause(deviceId: string): void;
+  /** The person gives the authorization an expiry, `inMs` agent ms from now (null: none); past it the device's tokens get 401. */
+  setAuthorizationExpiry(deviceId: string, inMs: number | null): void;
   /** The person approving a pairing user code; false when no pending code matches. */
   approve(userCode: string): boolean;
 }
@@ -209,6 +211,11 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     },
     unpause(deviceId) {
       deviceOrThrow(deviceId).paused = false;
+    },
+    setAuthorizationExpiry(deviceId, inMs) {
+      const d = deviceOrThrow(deviceId);
+      if (inMs === null) delete d.authorizationExpiresAt;
+      else d.authorizationExpiresAt = clock.now() + inMs;
     },
     approve: (userCode) => pairing.approve(userCode),
   };

@@ -52,6 +52,8 @@ export interface DeviceState {
   scopes: Set<string>;
   authorizationId: string;
   authorizedAt: number;
+  /** Set by the person (admin): the authorization ends then, tokens and all. */
+  authorizationExpiresAt?: number;
   channels: ChannelState[];
 }
 
@@ -145,7 +147,10 @@ export class CloudState {
     if (!authorization || !/^bearer /i.test(authorization)) return { valid: false };
     const rec = this.tokens.get(authorization.slice(7).trim());
     if (!rec) return { valid: false };
-    const valid = rec.kind === 'access' && !rec.revoked && this.clock.now() < rec.expiresAt && this.devices.has(rec.deviceId);
+    const d = this.devices.get(rec.deviceId);
+    const now = this.clock.now();
+    const authorized = d !== undefined && (d.authorizationExpiresAt === undefined || now < d.authorizationExpiresAt);
+    const valid = rec.kind === 'access' && !rec.revoked && now < rec.expiresAt && authorized;
     return { deviceId: rec.deviceId, valid };
   }
 
@@ -203,7 +208,7 @@ export class CloudState {
         inserted_at: iso(d.authorizedAt),
         project_device_id: d.id,
         scopes,
-        expires_at: null,
+        expires_at: d.authorizationExpiresAt === undefined ? null : iso(d.authorizationExpiresAt),
       },
     };
   }
