@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { buildBundle, ROOT, type Bundle } from './bundle.js';
+import { VALID_PROFILE } from '../config/helpers.js';
 
 let bundle: Bundle;
 beforeAll(async () => {
@@ -16,15 +17,7 @@ const oneLine = (stderr: string): string => {
   return stderr.trimEnd();
 };
 
-const profile = {
-  id: 'cam',
-  name: 'Camera',
-  minFirmware: '1.0.0',
-  assetType: 'video',
-  heartbeat: { minSeconds: 60, maxSeconds: 120 },
-  channels: [{ key: 'main', name: 'Main', assetType: 'video', deviceModelId: 'm-1', detect: { anyPath: ['dev/video0'] } }],
-  requiredMetadata: [],
-};
+const profile = VALID_PROFILE;
 function profilesDir(name: string, files: Record<string, string>): string {
   const dir = path.join(bundle.dir, name);
   mkdirSync(dir);

@@ -27,3 +27,14 @@ export function configFailure(fn: () => unknown): AgentError {
   }
   throw new Error('expected an AgentError, got none');
 }
+
+/** A minimal valid firmware profile (JSON shape), for tests to copy and break. */
+export const VALID_PROFILE = {
+  id: 'cam',
+  name: 'Camera',
+  minFirmware: '1.0.0',
+  assetType: 'video',
+  heartbeat: { minSeconds: 60, maxSeconds: 120 },
+  channels: [{ key: 'main', name: 'Main', assetType: 'video', deviceModelId: 'm-1', detect: { anyPath: ['dev/video0'] } }],
+  requiredMetadata: ['scene'],
+};

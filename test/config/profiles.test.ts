@@ -4,20 +4,12 @@ import { Ajv } from 'ajv';
 import path from 'node:path';
 import { loadProfiles, parseProfile, selectProfile, builtinProfileFiles } from '../../agent/config/profiles.js';
 import type { FirmwareProfile } from '../../agent/config/types.js';
-import { configFailure, tempDir } from './helpers.js';
+import { configFailure, tempDir, VALID_PROFILE } from './helpers.js';
 
 const tmp = tempDir('c2c-profiles-');
 afterAll(() => tmp.cleanup());
 
-const valid = {
-  id: 'cam',
-  name: 'Camera',
-  minFirmware: '1.0.0',
-  assetType: 'video',
-  heartbeat: { minSeconds: 60, maxSeconds: 120 },
-  channels: [{ key: 'main', name: 'Main', assetType: 'video', deviceModelId: 'm-1', detect: { anyPath: ['dev/video0'] } }],
-  requiredMetadata: ['scene'],
-};
+const valid = VALID_PROFILE;
 const broken = (patch: (p: Record<string, any>) => void): string => {
   const p = structuredClone(valid) as Record<string, any>;
   patch(p);
