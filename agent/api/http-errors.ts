@@ -3,7 +3,7 @@
 // optional; servers, proxies and load balancers also answer with HTML, empty
 // bodies or JSON of another shape, so nothing here trusts a field's type.
 import { AgentError, type ErrorKind, type RateLimitInfo } from '../lib/errors.js';
-import { scrub } from '../lib/secrets.js';
+import { oneLine } from '../lib/text.js';
 import { parseRetryAfter, retryDelayFromWindow, type HeaderBag } from './rate-limit.js';
 
 const MAX_TEXT = 200;
@@ -12,14 +12,6 @@ export interface LegacyError {
   message?: string;
   title?: string;
   detail?: string;
-}
-
-/** One line of printable text, bounded, secrets cut out. */
-export function oneLine(text: string, max = MAX_TEXT): string {
-  // eslint-disable-next-line no-control-regex
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
-  const cut = flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
-  return scrub(cut);
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.trim() !== '' ? oneLine(v) : undefined);

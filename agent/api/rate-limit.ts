@@ -2,10 +2,10 @@
 // proxy or a misbehaving server may send nonsense, and a bad header must
 // degrade to "unknown", never to an exception or a NaN wait.
 import type { RateLimitInfo } from '../lib/errors.js';
+import { MAX_RETRY_AFTER_MS } from '../lib/timing.js';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
-export const MAX_RETRY_AFTER_MS = 24 * 3600 * 1000;
 /** The spec's advice when a 429 carries nothing better: pause about one second. */
 export const DEFAULT_RETRY_AFTER_MS = 1000;
 

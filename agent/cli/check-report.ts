@@ -2,9 +2,9 @@
 // record plus the warnings an installer must see before leaving the site
 // (a missing scope, an authorization about to expire). Pure functions, so
 // the tests can feed them any record.
-import type { Device } from '../api/types.js';
-import type { ResponseMeta } from '../api/types.js';
+import type { Device, ResponseMeta } from '../api/types.js';
 import type { RateLimitInfo } from '../lib/errors.js';
+import { describeDuration } from '../lib/text.js';
 
 /** The scopes a camera needs: create assets, keep a refresh token, connect channels. */
 export const DEVICE_SCOPES = ['asset_create', 'offline', 'device_connect'] as const;
@@ -38,14 +38,6 @@ export function deviceFacts(d: Device): DeviceFacts {
     project: d.project?.name ?? null,
     channels: (d.channels ?? []).map((c) => ({ id: c.id, name: c.name ?? null, asset_type: c.asset_type ?? null, status: c.status ?? null })),
   };
-}
-
-export function describeDuration(ms: number): string {
-  const abs = Math.abs(ms);
-  if (abs < 90_000) return `${Math.round(abs / 1000)} s`;
-  if (abs < 90 * 60_000) return `${Math.round(abs / 60_000)} min`;
-  if (abs < 2 * DAY_MS) return `${Math.round(abs / 3_600_000)} h`;
-  return `${Math.round(abs / DAY_MS)} days`;
 }
 
 /** `serverNowMs` is the service's idea of now (local wall + offset), which decides expiry. */

@@ -3,7 +3,7 @@
 // profile)? One GET /v2/devices/me; when that fails for a reason other than
 // the token, GET /health tells "service unreachable" from "service up but
 // this call failed", so an installer knows whom to call.
-import { createDeviceApi, type DeviceApiClient } from '../api/client.js';
+import { createServiceApi, type ServiceApi } from '../api/service.js';
 import type { ResponseMeta } from '../api/types.js';
 import { loadCredentials } from '../auth/credentials.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
@@ -54,7 +54,7 @@ function brokeWhileUp(err: AgentError): AgentError {
 }
 
 /** Re-states a failed GET /v2/devices/me with what GET /health says about the service. */
-async function explain(err: AgentError, api: DeviceApiClient): Promise<{ err: AgentError; service: string }> {
+async function explain(err: AgentError, api: ServiceApi): Promise<{ err: AgentError; service: string }> {
   const restate = (prefix: string): AgentError => new AgentError(err.kind, `${prefix}: ${err.message}`, err.details);
   if (err.kind === 'unauthorized' || err.kind === 'forbidden') return { err: restate('unit not authorized'), service: 'up' };
   if (!PROBE_HEALTH.has(err.kind)) return { err, service: 'up' };
@@ -72,7 +72,7 @@ async function explain(err: AgentError, api: DeviceApiClient): Promise<{ err: Ag
 
 export async function run(ctx: CommandContext): Promise<number> {
   const facts: Record<string, unknown> = { device: null, firmwareVersion: null, profile: null, clockOffsetMs: null, rateLimit: null };
-  let api: DeviceApiClient | undefined;
+  let api: ServiceApi | undefined;
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
     facts.firmwareVersion = settings.firmwareVersion;
@@ -85,7 +85,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     logger?.debug({ firmwareVersion: settings.firmwareVersion, profile: profile.id, credentials: creds.source, timeScale: settings.timeScale }, 'check');
 
     const clock = new SystemClock(settings.timeScale);
-    api = createDeviceApi({
+    api = createServiceApi({
       baseUrl: settings.apiUrl,
       token: creds.accessToken,
       firmwareVersion: settings.firmwareVersion,

@@ -3,13 +3,16 @@
 // (contract.md, "Exit codes"). The exit code goes to process.exitCode, never
 // process.exit(), so pending stdout writes reach a pipe before node exits.
 //
-// Only version.ts and output.ts (no dependencies) are loaded statically: the
+// Only version.ts, output.ts and lib/errors.ts (no dependencies) are loaded statically: the
 // Node.js version check must run before any code that an older Node cannot
 // run, and --version / --help are answered without paying for the argument
 // parser, settings and semver. Everything else comes by dynamic import
 // (esbuild keeps such modules lazy inside the one bundle file).
+import { EXIT, EXIT_MEANINGS, usageError } from '../lib/errors.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion, checkNodeVersion } from './version.js';
+
+const exitCodes = Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join(', ');
 
 const HELP = `usage: c2c-agent <command> [options]
 
@@ -27,8 +30,7 @@ environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config
   --client-id ID --client-secret-file FILE --state-dir DIR --runtime-dir DIR
   --profiles-dir DIR --host-root DIR --time-scale N --log-level LEVEL
 
-Exit codes: 0 ok, 1 internal error, 64 usage, 69 service unavailable,
-75 temporary failure, 76 protocol error, 77 not authorized, 78 configuration error.`;
+Exit codes: ${exitCodes}.`;
 
 const TOP_LEVEL = new Set(['--version', '-V', '--help', '-h', 'help']);
 
@@ -50,7 +52,7 @@ async function main(argv: string[]): Promise<number> {
     else printLine(HELP);
     return 0;
   }
-  const [{ usageError }, { COMMANDS }] = await Promise.all([import('../lib/errors.js'), import('./commands.js')]);
+  const { COMMANDS } = await import('./commands.js');
   if (name === undefined) throw usageError('missing command; run c2c-agent --help');
   if (name.startsWith('-')) throw usageError(`unknown option '${name}' (the command comes first); run c2c-agent --help`);
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
@@ -73,7 +75,7 @@ const argv = process.argv.slice(2);
 const tooOld = checkNodeVersion(process.versions.node);
 if (tooOld !== undefined) {
   process.stderr.write(`${tooOld}\n`);
-  process.exitCode = 78;
+  process.exitCode = EXIT.config;
 } else {
   // A throw from a callback outside main's promise (a stream, a timer) would
   // otherwise be a multi-line stack trace: keep the one-line contract. A

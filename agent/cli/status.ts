@@ -4,9 +4,10 @@
 import { loadSettings } from '../config/settings.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
-import { readStatus, statusFile } from '../daemon/live-status.js';
-import { processAlive } from '../daemon/run-lock.js';
-import { formatDuration, type DaemonSnapshot } from '../daemon/snapshot.js';
+import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
+import { processAlive } from '../daemon/runtime/run-lock.js';
+import type { DaemonSnapshot } from '../daemon/snapshot.js';
+import { formatDuration } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { describeOffset } from './check-report.js';

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import valid from 'semver/functions/valid.js';
 import { configError } from '../lib/errors.js';
-import { quote } from './quote.js';
+import { quote } from '../lib/text.js';
 
 // The official semver.org grammar. semver.valid() alone is not enough: it
 // accepts a leading 'v' or '=' and surrounding whitespace.
@@ -40,21 +40,4 @@ export function readFirmwareVersionFile(file: string): string {
   }
   const first = text.split(/\r?\n/, 1)[0] ?? '';
   return assertStrictSemver(first, `${file} (firmwareVersionFile)`);
-}
-
-export interface FirmwareSources {
-  option?: { value: string; label: string };
-  env?: { value: string; label: string };
-  config?: { value: string; label: string };
-  /** Absolute path from the config key firmwareVersionFile. */
-  file?: { path: string; label: string };
-}
-
-/** First match wins: option, environment, config firmwareVersion, firmwareVersionFile, default. */
-export function resolveFirmwareVersion(src: FirmwareSources): { value: string; source: string } {
-  for (const s of [src.option, src.env, src.config]) {
-    if (s !== undefined) return { value: assertStrictSemver(s.value, s.label), source: s.label };
-  }
-  if (src.file !== undefined) return { value: readFirmwareVersionFile(src.file.path), source: `${src.file.path} (${src.file.label})` };
-  return { value: DEFAULT_FIRMWARE_VERSION, source: 'default' };
 }

@@ -15,8 +15,9 @@ import compare from 'semver/functions/compare.js';
 import gte from 'semver/functions/gte.js';
 import lt from 'semver/functions/lt.js';
 import { configError } from '../lib/errors.js';
+import { HEARTBEAT_WINDOW_SECONDS } from '../lib/timing.js';
 import { isStrictSemver } from './firmware.js';
-import { quote } from './quote.js';
+import { quote } from '../lib/text.js';
 import type { ChannelSpec, FirmwareProfile } from './types.js';
 
 // Set by scripts/build.mjs: file name -> JSON text of firmware-profiles/*.json (schema.json included).
@@ -91,6 +92,13 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
   }
   if (raw.maxFirmware !== undefined && compare(raw.maxFirmware, raw.minFirmware) <= 0) {
     fail(`/maxFirmware ${quote(raw.maxFirmware)} must be greater than /minFirmware ${quote(raw.minFirmware)} (the maximum is exclusive)`);
+  }
+  const window = HEARTBEAT_WINDOW_SECONDS;
+  if (raw.heartbeat.minSeconds < window.min) fail(`/heartbeat/minSeconds must be >= ${window.min}, got ${raw.heartbeat.minSeconds}`);
+  if (raw.heartbeat.maxSeconds > window.max) {
+    fail(
+      `/heartbeat/maxSeconds must be <= ${window.max}, got ${raw.heartbeat.maxSeconds} (a heartbeat started later could reach the service after its five-minute limit when the answer is slow)`,
+    );
   }
   if (raw.heartbeat.minSeconds > raw.heartbeat.maxSeconds) {
     fail(`/heartbeat/minSeconds ${raw.heartbeat.minSeconds} must be <= /heartbeat/maxSeconds ${raw.heartbeat.maxSeconds}`);

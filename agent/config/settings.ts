@@ -6,8 +6,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
-import { resolveFirmwareVersion, type FirmwareSources } from './firmware.js';
-import { quote } from './quote.js';
+import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile } from './firmware.js';
+import { quote } from '../lib/text.js';
 import type { Settings } from './types.js';
 
 /** Values from the command line, already split by the CLI's shared parser. */
@@ -176,14 +176,15 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
   const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
 
-  const fwSources: FirmwareSources = {};
-  if (opts.firmwareVersion !== undefined) fwSources.option = { value: opts.firmwareVersion, label: label('firmwareVersion') };
-  else if (envValue('C2C_FIRMWARE_VERSION') !== undefined) fwSources.env = { value: envValue('C2C_FIRMWARE_VERSION') as string, label: 'environment C2C_FIRMWARE_VERSION' };
-  else if (config.firmwareVersion !== undefined) fwSources.config = { value: config.firmwareVersion as string, label: `config ${configFile} key firmwareVersion` };
-  else if (config.firmwareVersionFile !== undefined) {
-    fwSources.file = { path: path.resolve(configDir, config.firmwareVersionFile as string), label: 'firmwareVersionFile' };
-  }
-  const fw = resolveFirmwareVersion(fwSources);
+  // Firmware version: the usual order, then the config's firmwareVersionFile, then 0.0.0.
+  const fwFound = find('firmwareVersion');
+  const fwFile = config.firmwareVersionFile === undefined ? undefined : path.resolve(configDir, config.firmwareVersionFile as string);
+  const fw =
+    fwFound !== undefined
+      ? { value: assertStrictSemver(fwFound.value, fwFound.source), source: fwFound.source }
+      : fwFile !== undefined
+        ? { value: readFirmwareVersionFile(fwFile), source: `${fwFile} (firmwareVersionFile)` }
+        : { value: DEFAULT_FIRMWARE_VERSION, source: 'default' };
   sources.firmwareVersion = fw.source;
 
   const settings: Settings = {

@@ -1,7 +1,7 @@
 // Small helpers shared by the daemon's request loops.
 import type { Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
-import { ATTEMPT_GUARD_MS } from './heartbeat-policy.js';
+import { ATTEMPT_GUARD_MS } from '../lib/timing.js';
 
 /** One line for logs and status: kind, code or status, message. */
 export function describe(e: AgentError | undefined): string {

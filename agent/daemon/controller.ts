@@ -1,17 +1,21 @@
-// The daemon's lifecycle and state machine (issue 4): start-up check,
-// heartbeating, periodic re-verification, needs-pairing, stop. Heartbeat
-// timing belongs to HeartbeatScheduler; this file decides what state the
-// outcomes put us in, and logs each change of state once.
+// The daemon's state machine: start-up check, heartbeating, periodic
+// re-verification, needs-pairing, stop. Heartbeat timing belongs to
+// HeartbeatScheduler; this file decides what state the outcomes put us in,
+// and logs each change of state once. The wiring around it (files, systemd,
+// signals, the other units) is daemon/main.ts's.
 import type { Clock, Timer } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Device, DeviceApi } from '../api/types.js';
+import { CredentialsWatch } from '../auth/credentials-watch.js';
+import type { TokenSource } from '../auth/token-source.js';
 import { describe, guarded } from './abort.js';
-import { HealthProbe, pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay, startupRetryDelay, unreachable } from './check-retry.js';
-import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat-scheduler.js';
-import type { AttemptRecord, Bounds } from './heartbeat-policy.js';
+import { pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay, startupRetryDelay } from './check-schedule.js';
+import { HealthProbe, unreachable } from './reachability.js';
+import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat/scheduler.js';
+import type { AttemptRecord, Bounds } from './heartbeat/policy.js';
 import { loopHealthy } from './loop-health.js';
-import { CredentialsWatch } from './credentials-watch.js';
+import type { DaemonUnit } from './unit.js';
 import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 
 export interface ControllerDeps {
@@ -19,10 +23,8 @@ export interface ControllerDeps {
   random: () => number;
   logger: Logger;
   api: DeviceApi;
-  /** Re-reads the credentials the api uses; throws AgentError('unauthorized') when there are none. */
-  reloadCredentials: () => void;
-  /** A cheap fingerprint (mtime, size, inode) of the credentials file; undefined when not file-based. */
-  credentialsFingerprint?: () => string | undefined;
+  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, its file watched in needs-pairing. */
+  tokens: Pick<TokenSource, 'reload' | 'fingerprint'>;
   bounds: Bounds;
   lastAttempt?: AttemptRecord | undefined;
   persistAttempt: (rec: AttemptRecord) => Promise<void>;
@@ -33,7 +35,8 @@ export interface ControllerDeps {
 
 type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing';
 
-export class Controller {
+export class Controller implements DaemonUnit {
+  readonly name = 'controller';
   private state: DaemonState = 'starting';
   private reason = 'starting up';
   private since!: Moment;
@@ -60,7 +63,7 @@ export class Controller {
     this.started = this.moment();
     this.since = this.started;
     this.lastAttempt = this.d.lastAttempt;
-    const print = this.d.credentialsFingerprint;
+    const print = this.d.tokens.fingerprint;
     this.credsWatch = print && new CredentialsWatch(this.d.clock, print, () => this.credentialsChanged());
     this.probe = new HealthProbe(this.d.clock, this.d.random, (s) => this.d.api.health(s), () => {
       this.probeUsed = true;
@@ -150,7 +153,7 @@ export class Controller {
 
   private loadCredentials(): boolean {
     try {
-      this.d.reloadCredentials();
+      this.d.tokens.reload();
       return true;
     } catch (err) {
       this.enterNeedsPairing(err instanceof AgentError ? err.message : String(err));

@@ -1,7 +1,7 @@
 // The watchdog's question, as a pure function: is something armed, and is it
 // not long overdue? Offline-but-retrying is healthy; a wedged loop (nothing
 // armed, or a request or timer far past its time) is not, so systemd kills us.
-import { ATTEMPT_GUARD_MS } from './heartbeat-policy.js';
+import { ATTEMPT_GUARD_MS } from '../lib/timing.js';
 
 /** Slack past a due timer before the loop counts as wedged. */
 export const HEALTH_GRACE_MS = 60_000;

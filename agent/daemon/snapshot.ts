@@ -2,9 +2,10 @@
 // live-status.ts writes to the runtime dir, what `c2c-agent status` reads and
 // what systemd's STATUS= line says. Nothing secret belongs here.
 import type { Clock } from '../lib/clock.js';
+import { formatDuration } from '../lib/text.js';
 import type { RateLimitInfo } from '../lib/errors.js';
 import type { Device } from '../api/types.js';
-import type { HeartbeatOutcome } from './heartbeat-scheduler.js';
+import type { HeartbeatOutcome } from './heartbeat/scheduler.js';
 
 export type DaemonState = 'starting' | 'online' | 'offline' | 'rate-limited' | 'paused' | 'needs-pairing' | 'stopping' | 'stopped';
 
@@ -49,15 +50,6 @@ export interface DaemonSnapshot {
   agentVersion: string;
   timeScale: number;
   updated: Moment;
-}
-
-/** "2m13s", "45s", "1h02m": agent time. */
-export function formatDuration(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
 }
 
 /** One line for `systemctl status`: "online; cam-07 in project Testbed; next heartbeat in 2m13s". */

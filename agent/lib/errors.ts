@@ -29,6 +29,18 @@ export const EXIT = {
   config: 78,
 } as const;
 
+/** What each exit code means, for --help and the docs. */
+export const EXIT_MEANINGS: Record<(typeof EXIT)[keyof typeof EXIT], string> = {
+  0: 'ok',
+  1: 'internal error',
+  64: 'usage',
+  69: 'service unavailable',
+  75: 'temporary failure',
+  76: 'protocol error',
+  77: 'not authorized',
+  78: 'configuration error',
+};
+
 const exitByKind: Record<ErrorKind, number> = {
   usage: EXIT.usage,
   config: EXIT.config,

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createDeviceApi, type DeviceApiClient } from '../../agent/api/client.js';
+import { createServiceApi, type ServiceApi } from '../../agent/api/service.js';
 import { SystemClock } from '../../agent/lib/clock.js';
 import { failure } from './failure.js';
 
@@ -12,7 +12,7 @@ type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: strin
 let handler: Handler = (_req, res) => res.end();
 const seen: { method: string; url: string; headers: http.IncomingHttpHeaders; body: string }[] = [];
 let server: http.Server;
-let api: DeviceApiClient;
+let api: ServiceApi;
 const TOKEN = 'wire-secret-token-0123456789';
 
 beforeAll(async () => {
@@ -26,7 +26,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
-  api = createDeviceApi({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: new SystemClock() });
+  api = createServiceApi({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: new SystemClock() });
 });
 afterAll(async () => {
   api.close();
@@ -54,7 +54,7 @@ describe('request headers', () => {
   test('an API URL with a path prefix puts the prefix before every path', async () => {
     handler = (_req, res) => json(res, 200, { id: 'd' });
     const { port } = server.address() as AddressInfo;
-    const prefixed = createDeviceApi({ baseUrl: `http://127.0.0.1:${port}/api`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: new SystemClock() });
+    const prefixed = createServiceApi({ baseUrl: `http://127.0.0.1:${port}/api`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: new SystemClock() });
     try {
       await prefixed.getDevice();
       expect(seen.at(-1)!.url).toBe('/api/v2/devices/me');
@@ -67,13 +67,13 @@ describe('request headers', () => {
     handler = (_req, res) => json(res, 200, { status: 'ok' });
     await api.health();
     expect(seen.at(-1)!.headers.authorization).toBeUndefined();
-    const res = await api.postForm('/v2/auth/device/code', { client_id: 'c', scope: 'asset_create offline' });
+    const res = await api.transport.postForm('/v2/auth/device/code', { client_id: 'c', scope: 'asset_create offline' });
     const last = seen.at(-1)!;
     expect(last).toMatchObject({ method: 'POST', url: '/v2/auth/device/code', body: 'client_id=c&scope=asset_create+offline' });
     expect(last.headers.authorization).toBeUndefined();
     expect(last.headers['x-client-version']).toBe('1.4.2');
     expect(last.headers['content-type']).toBe('application/x-www-form-urlencoded');
-    expect(api.readJson(res)).toEqual({ status: 'ok' });
+    expect(api.transport.readJson(res)).toEqual({ status: 'ok' });
   });
 });
 
@@ -185,7 +185,7 @@ describe('reading answers', () => {
       }
     })();
     const { port } = server.address() as AddressInfo;
-    const skewedApi = createDeviceApi({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: skewed });
+    const skewedApi = createServiceApi({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN, firmwareVersion: '1.4.2', agentVersion: '0.1.0', clock: skewed });
     // 60 s after the server's own Date (set here, from the same instant), which is what the server meant.
     const second = (): number => Math.floor(Date.now() / 1000) * 1000;
     const retryAt = (now: number): string => new Date(now + 60_000).toUTCString();

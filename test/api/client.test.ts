@@ -3,7 +3,7 @@
 // hidden retries (exactly one journaled request per call).
 import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/globals';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { createDeviceApi, type DeviceApiClient } from '../../agent/api/client.js';
+import { createServiceApi, type ServiceApi } from '../../agent/api/service.js';
 import { SystemClock } from '../../agent/lib/clock.js';
 import { failure } from './failure.js';
 
@@ -11,7 +11,7 @@ import { failure } from './failure.js';
 // client's 30 s cap both play in well under a second of real time.
 const SCALE = 200;
 let cloud: FakeCloud;
-const clients: DeviceApiClient[] = [];
+const clients: ServiceApi[] = [];
 
 beforeAll(async () => {
   cloud = await startFakeCloud({ devices: 2, timeScale: SCALE });
@@ -24,8 +24,8 @@ afterAll(async () => {
   await cloud.close();
 });
 
-function client(token: string | (() => string | undefined) = cloud.devices[0]!.accessToken, timeoutMs?: number): DeviceApiClient {
-  const api = createDeviceApi({
+function client(token: string | (() => string | undefined) = cloud.devices[0]!.accessToken, timeoutMs?: number): ServiceApi {
+  const api = createServiceApi({
     baseUrl: cloud.url,
     token,
     firmwareVersion: '2.3.4-rc.1',
@@ -69,7 +69,7 @@ describe('successful calls', () => {
       await api.getDevice();
       await api.heartbeat();
       await api.health();
-      await api.postForm('/v2/auth/token', { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'y', client_secret: 'z' });
+      await api.transport.postForm('/v2/auth/token', { grant_type: 'refresh_token', refresh_token: 'x', client_id: 'y', client_secret: 'z' });
     });
     expect(entries).toHaveLength(4);
     for (const e of entries) expect(e.clientVersion).toBe('2.3.4-rc.1');
@@ -215,7 +215,7 @@ describe('typed errors, one request each', () => {
     const dead = await startFakeCloud({ devices: 1 });
     const url = dead.url;
     await dead.close();
-    const api = createDeviceApi({ baseUrl: url, token: 'whatever-token', firmwareVersion: '1.0.0', agentVersion: '1', clock: new SystemClock() });
+    const api = createServiceApi({ baseUrl: url, token: 'whatever-token', firmwareVersion: '1.0.0', agentVersion: '1', clock: new SystemClock() });
     clients.push(api);
     const err = await failure(api.getDevice());
     expect(err).toMatchObject({ kind: 'network', details: { code: 'ECONNREFUSED' } });

@@ -4,14 +4,15 @@
 import { afterAll, beforeAll, expect, test } from '@jest/globals';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { createDeviceApi, IDLE_SOCKET_MS, type DeviceApiClient } from '../../agent/api/client.js';
+import { createServiceApi, type ServiceApi } from '../../agent/api/service.js';
+import { IDLE_SOCKET_MS } from '../../agent/api/transport.js';
 import { SystemClock } from '../../agent/lib/clock.js';
 
 let server: http.Server;
 let baseUrl: string;
 let delayMs = 0;
 const connections: Socket[] = [];
-const clients: DeviceApiClient[] = [];
+const clients: ServiceApi[] = [];
 
 beforeAll(async () => {
   server = http.createServer((_req, res) => {
@@ -32,8 +33,8 @@ afterAll(async () => {
   await new Promise((r) => server.close(r));
 });
 
-function client(idleSocketMs?: number): DeviceApiClient {
-  const api = createDeviceApi({
+function client(idleSocketMs?: number): ServiceApi {
+  const api = createServiceApi({
     baseUrl,
     token: 't',
     firmwareVersion: '1.0.0',

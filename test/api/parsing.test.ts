@@ -2,7 +2,8 @@
 // Date, the legacy error body, and the Device record.
 import { describe, expect, test } from '@jest/globals';
 import fc from 'fast-check';
-import { clockOffset, MAX_RETRY_AFTER_MS, parseRateLimit, parseRetryAfter, retryDelayFromWindow, UNANCHORED_RETRY_AFTER_CAP_MS } from '../../agent/api/rate-limit.js';
+import { clockOffset, parseRateLimit, parseRetryAfter, retryDelayFromWindow, UNANCHORED_RETRY_AFTER_CAP_MS } from '../../agent/api/rate-limit.js';
+import { MAX_RETRY_AFTER_MS } from '../../agent/lib/timing.js';
 import { checkFacts } from '../../agent/cli/check-report.js';
 import { describeLegacyError, errorForStatus, kindForStatus, networkError, parseLegacyError } from '../../agent/api/http-errors.js';
 import { validateDevice } from '../../agent/api/validate.js';

@@ -1,7 +1,7 @@
 import { describe, it, expect, afterAll } from '@jest/globals';
 import { statSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { getClientId } from '../../agent/config/client-id.js';
+import { getClientId } from '../../agent/auth/client-id.js';
 import { syncDirectory } from '../../agent/lib/atomic-write.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { tempDir } from './helpers.js';

@@ -1,5 +1,5 @@
 import { describe, it, expect, afterAll } from '@jest/globals';
-import { isStrictSemver, assertStrictSemver, resolveFirmwareVersion, readFirmwareVersionFile } from '../../agent/config/firmware.js';
+import { isStrictSemver, assertStrictSemver, readFirmwareVersionFile } from '../../agent/config/firmware.js';
 import { configFailure, tempDir } from './helpers.js';
 
 const tmp = tempDir('c2c-fw-');
@@ -24,7 +24,6 @@ describe('firmware version sources', () => {
   it('takes the first line of firmwareVersionFile', () => {
     const file = tmp.write('fw-ok', '2.1.0-beta.3\r\nbuilt by ci\n');
     expect(readFirmwareVersionFile(file)).toBe('2.1.0-beta.3');
-    expect(resolveFirmwareVersion({ file: { path: file, label: 'firmwareVersionFile' } })).toEqual({ value: '2.1.0-beta.3', source: `${file} (firmwareVersionFile)` });
   });
 
   it('names the file when its version is not strict', () => {
@@ -38,20 +37,5 @@ describe('firmware version sources', () => {
     const err = configFailure(() => readFirmwareVersionFile(missing));
     expect(err.exitCode).toBe(78);
     expect(err.message).toContain(`firmwareVersionFile ${missing} (ENOENT)`);
-  });
-
-  it('prefers option, then environment, then config, then file, then 0.0.0', () => {
-    const file = tmp.write('fw-file', '4.0.0\n');
-    const all = {
-      option: { value: '1.0.0', label: '--firmware-version' },
-      env: { value: '2.0.0', label: 'environment C2C_FIRMWARE_VERSION' },
-      config: { value: '3.0.0', label: 'config c.json key firmwareVersion' },
-      file: { path: file, label: 'firmwareVersionFile' },
-    };
-    expect(resolveFirmwareVersion(all).value).toBe('1.0.0');
-    expect(resolveFirmwareVersion({ ...all, option: undefined }).value).toBe('2.0.0');
-    expect(resolveFirmwareVersion({ config: all.config, file: all.file }).value).toBe('3.0.0');
-    expect(resolveFirmwareVersion({ file: all.file }).value).toBe('4.0.0');
-    expect(resolveFirmwareVersion({})).toEqual({ value: '0.0.0', source: 'default' });
   });
 });

@@ -50,7 +50,7 @@ describe('shipped profiles', () => {
     for (const x of profiles) {
       expect(x.file).toBe(`firmware-profiles/${x.id}.json`);
       expect(x.heartbeat.minSeconds).toBeGreaterThanOrEqual(60);
-      expect(x.heartbeat.maxSeconds).toBeLessThanOrEqual(300);
+      expect(x.heartbeat.maxSeconds).toBeLessThanOrEqual(255);
     }
   });
 
@@ -93,7 +93,9 @@ describe('selection', () => {
 describe('broken profiles: exit 78 naming file and field', () => {
   it('heartbeat out of bounds', () => {
     expect(parseFails(broken((x) => (x.heartbeat.minSeconds = 30)))).toBe('firmware-profiles/x.json: /heartbeat/minSeconds must be >= 60, got 30');
-    expect(parseFails(broken((x) => (x.heartbeat.maxSeconds = 301)))).toContain('/heartbeat/maxSeconds must be <= 300, got 301');
+    expect(parseFails(broken((x) => (x.heartbeat.maxSeconds = 256)))).toContain('/heartbeat/maxSeconds must be <= 255, got 256');
+    // Refused, never silently shortened: a profile's numbers are what the agent uses.
+    expect(parseFails(broken((x) => (x.heartbeat.maxSeconds = 300)))).toContain('/heartbeat/maxSeconds must be <= 255, got 300');
     expect(parseFails(broken((x) => (x.heartbeat = { minSeconds: 200, maxSeconds: 100 })))).toContain('/heartbeat/minSeconds 200 must be <= /heartbeat/maxSeconds 100');
   });
 

@@ -76,6 +76,10 @@ describe('precedence: option > environment > config > default', () => {
     const s = load({}, { C2C_CONFIG: configWith('fwfile.json', { apiUrl: 'https://a.example', firmwareVersionFile: 'fw' }) });
     expect(s.firmwareVersion).toBe('1.4.2');
     expect(s.sources.firmwareVersion).toBe(`${path.join(tmp.dir, 'fw')} (firmwareVersionFile)`);
+    // Any other source wins over the file, and the file is then not read at all.
+    const both = configWith('fwboth.json', { apiUrl: 'https://a.example', firmwareVersion: '3.0.0', firmwareVersionFile: 'missing-fw' });
+    expect(load({}, { C2C_CONFIG: both }).firmwareVersion).toBe('3.0.0');
+    expect(load({}, { C2C_CONFIG: both, C2C_FIRMWARE_VERSION: '2.0.0' }).firmwareVersion).toBe('2.0.0');
   });
 
   it('time scale from option or env, on loopback', () => {

@@ -1,13 +1,14 @@
 // The Controller on a FakeClock with a FakeApi, a logger whose lines the
 // test can read, and the snapshots it published: shared by the controller suites.
-import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import type { Clock } from '../../agent/lib/clock.js';
 import { Controller } from '../../agent/daemon/controller.js';
-import { clampBounds } from '../../agent/daemon/heartbeat-policy.js';
+import { boundsOf } from '../../agent/daemon/heartbeat/policy.js';
 import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';
 import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
+import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
 
 export const S = 1000;
 export const MIN = 60 * S;
@@ -34,12 +35,14 @@ export function setup(o: Opts = {}) {
     random: seeded(5),
     logger,
     api,
-    reloadCredentials: () => {
-      reloads++;
-      if (o.noCredentials?.()) throw new AgentError('unauthorized', 'not paired: no credentials in /x/credentials.json');
+    tokens: {
+      reload: () => {
+        reloads++;
+        if (o.noCredentials?.()) throw new AgentError('unauthorized', 'not paired: no credentials in /x/credentials.json');
+      },
+      ...(o.fingerprint && { fingerprint: o.fingerprint }),
     },
-    ...(o.fingerprint && { credentialsFingerprint: o.fingerprint }),
-    bounds: clampBounds(undefined),
+    bounds: boundsOf(DEFAULT_TEST_BOUNDS),
     persistAttempt: async () => {},
     publish: (snap, transition) => void published.push({ snap, transition }),
     info: { firmwareVersion: '1.2.3', profile: 'generic', agentVersion: '0.1.0', timeScale: 1, pid: 4242 },

@@ -1,7 +1,7 @@
 // The controller before and around its first good device check: what a
 // camera meets at boot (no network, a 429, a record it cannot read).
 import { describe, expect, it } from '@jest/globals';
-import { MAX_RETRY_AFTER_MS } from '../../agent/daemon/heartbeat-policy.js';
+import { MAX_RETRY_AFTER_MS } from '../../agent/lib/timing.js';
 import { HOUR, MIN, S, setup } from './controller-harness.js';
 
 describe('Controller start-up', () => {

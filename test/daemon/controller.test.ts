@@ -1,5 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
-import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import type { Clock } from '../../agent/lib/clock.js';
 import { HOUR, MIN, S, setup, when } from './controller-harness.js';
 describe('Controller', () => {

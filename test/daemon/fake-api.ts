@@ -3,7 +3,7 @@
 // timeout is modelled, so the daemon meets stalls, outages and 429s exactly
 // as it would over the wire, in simulated time. It also plays the service's
 // side of the referee: it records when each heartbeat ARRIVED.
-import type { FakeClock } from '../../agent/lib/fake-clock.js';
+import type { FakeClock } from '../support/fake-clock.js';
 import { AgentError, type RateLimitInfo } from '../../agent/lib/errors.js';
 import type { ApiResult, Device, DeviceApi, ResponseMeta } from '../../agent/api/types.js';
 

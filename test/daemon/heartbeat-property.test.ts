@@ -4,12 +4,14 @@
 // Checked at the service's side (arrival times), on every heartbeat.
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
-import { FakeClock } from '../../agent/lib/fake-clock.js';
-import { HeartbeatScheduler } from '../../agent/daemon/heartbeat-scheduler.js';
-import { clampBounds, type AttemptRecord } from '../../agent/daemon/heartbeat-policy.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { HeartbeatScheduler } from '../../agent/daemon/heartbeat/scheduler.js';
+import { boundsOf, type AttemptRecord } from '../../agent/daemon/heartbeat/policy.js';
+import { HEARTBEAT_WINDOW_SECONDS } from '../../agent/lib/timing.js';
 import { Controller } from '../../agent/daemon/controller.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { FakeApi, seeded, type Arrival, type Behaviour, type Call } from './fake-api.js';
+import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -127,7 +129,7 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
   // The runtime dir: what a killed process last managed to write.
   let runtimeDir: AttemptRecord | undefined;
   let generation = 0;
-  const bounds = clampBounds(sc.bounds);
+  const bounds = boundsOf(sc.bounds);
   const launch = (): Unit => {
     const gen = ++generation;
     const persist = async (rec: AttemptRecord): Promise<void> => {
@@ -140,7 +142,7 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
         random,
         logger: createLogger('silent'),
         api,
-        reloadCredentials: () => {},
+        tokens: { reload: () => {} },
         bounds,
         lastAttempt: runtimeDir,
         persistAttempt: persist,
@@ -200,7 +202,8 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   segments: fc.array(fc.record({ kind: kindArb, minutes: fc.integer({ min: 1, max: 240 }) }), { minLength: 1, maxLength: 40 }),
   restartEveryHours: fc.constantFrom(0, 0.5, 3, 12),
   wallJumps: fc.boolean(),
-  bounds: fc.constantFrom({ minSeconds: 60, maxSeconds: 270 }, { minSeconds: 30, maxSeconds: 600 }, { minSeconds: 120, maxSeconds: 120 }, { minSeconds: 200, maxSeconds: 300 }),
+  // Every window the profile loader accepts: its edges, a fixed interval, and the generic profile's.
+  bounds: fc.constantFrom(DEFAULT_TEST_BOUNDS, { minSeconds: HEARTBEAT_WINDOW_SECONDS.min, maxSeconds: HEARTBEAT_WINDOW_SECONDS.max }, { minSeconds: 120, maxSeconds: 120 }, { minSeconds: 200, maxSeconds: HEARTBEAT_WINDOW_SECONDS.max }),
 });
 
 const HOURS_PER_RUN = 120;
@@ -258,7 +261,7 @@ describe('heartbeat spacing invariants (property)', () => {
       ]),
       restartEveryHours: fc.constant(0),
       wallJumps: fc.boolean(),
-      bounds: fc.constant({ minSeconds: 60, maxSeconds: 270 }),
+      bounds: fc.constant(DEFAULT_TEST_BOUNDS),
     });
     await fc.assert(
       fc.asyncProperty(resetArb, fc.constantFrom<'scheduler' | 'controller'>('scheduler', 'controller'), async (sc, mode) => {
@@ -274,7 +277,7 @@ describe('heartbeat spacing invariants (property)', () => {
       { numRuns: 20 },
     );
     // At start-up (the device check itself is reset): backoff up to 5 min, not a check every 8 s forever.
-    const boot = await simulate({ seed: 9, segments: [{ kind: 'reset', minutes: 600 }], restartEveryHours: 0, wallJumps: false, bounds: { minSeconds: 60, maxSeconds: 270 } }, 2, 'controller');
+    const boot = await simulate({ seed: 9, segments: [{ kind: 'reset', minutes: 600 }], restartEveryHours: 0, wallJumps: false, bounds: DEFAULT_TEST_BOUNDS }, 2, 'controller');
     const checks = boot.sends.filter((x) => x.call === 'getDevice');
     expect(checks.length).toBeGreaterThan(5);
     expect(checks.filter((x) => x.t >= checks[0]!.t + HOUR).length).toBeLessThanOrEqual(40);
@@ -282,7 +285,7 @@ describe('heartbeat spacing invariants (property)', () => {
 
   it('a service that always answers normally never sees a gap over 300 s, restarts included', async () => {
     const res = await simulate(
-      { seed: 42, segments: [{ kind: 'normal', minutes: 60 }, { kind: 'slow', minutes: 60 }], restartEveryHours: 0.5, wallJumps: true, bounds: { minSeconds: 60, maxSeconds: 270 } },
+      { seed: 42, segments: [{ kind: 'normal', minutes: 60 }, { kind: 'slow', minutes: 60 }], restartEveryHours: 0.5, wallJumps: true, bounds: DEFAULT_TEST_BOUNDS },
       200,
     );
     expect(res.tooSoon).toEqual([]);

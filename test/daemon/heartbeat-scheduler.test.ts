@@ -1,9 +1,11 @@
 import { describe, expect, it } from '@jest/globals';
-import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { parseRetryAfter } from '../../agent/api/rate-limit.js';
-import { HeartbeatScheduler, type HeartbeatOutcome } from '../../agent/daemon/heartbeat-scheduler.js';
-import { clampBounds, MAX_AFTER_SUCCESS_MS, MIN_SPACING_MS, SPACING_MARGIN_MS, type AttemptRecord } from '../../agent/daemon/heartbeat-policy.js';
+import { HeartbeatScheduler, type HeartbeatOutcome } from '../../agent/daemon/heartbeat/scheduler.js';
+import { boundsOf, type AttemptRecord } from '../../agent/daemon/heartbeat/policy.js';
+import { MAX_AFTER_SUCCESS_MS, MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/lib/timing.js';
 import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
+import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -17,7 +19,7 @@ function setup(o: { behave?: (call: Call, now: number) => Behaviour; lastAttempt
     clock,
     random: o.random ?? seeded(7),
     transport: api,
-    bounds: clampBounds(o.bounds),
+    bounds: boundsOf(o.bounds ?? DEFAULT_TEST_BOUNDS),
     lastAttempt: o.lastAttempt,
     persist: async (rec) => {
       saved.push({ ...rec });
@@ -242,7 +244,7 @@ describe('HeartbeatScheduler', () => {
       clock,
       random: seeded(1),
       transport: { heartbeat: () => (calls++, new Promise(() => {})), health: async () => ({}) },
-      bounds: clampBounds(undefined),
+      bounds: boundsOf(DEFAULT_TEST_BOUNDS),
       persist: async () => {},
       onOutcome: (o) => outcomes.push(o),
     });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { HEALTH_GRACE_MS, loopHealthy } from '../../agent/daemon/loop-health.js';
-import { ATTEMPT_GUARD_MS } from '../../agent/daemon/heartbeat-policy.js';
+import { ATTEMPT_GUARD_MS } from '../../agent/lib/timing.js';
 
 const idle = { running: true, nextAt: 100_000, probeAt: undefined, inFlightSince: undefined };
 

@@ -4,17 +4,19 @@
 // /health while one path resets the connection was retried every 62 s by
 // every camera in lockstep, and start-up device checks ran every 8 s forever.
 import { describe, expect, it } from '@jest/globals';
-import { FakeClock } from '../../agent/lib/fake-clock.js';
-import { HeartbeatScheduler } from '../../agent/daemon/heartbeat-scheduler.js';
-import { clampBounds, CONNECT_FAILURES, unreachable } from '../../agent/daemon/heartbeat-policy.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { HeartbeatScheduler } from '../../agent/daemon/heartbeat/scheduler.js';
+import { boundsOf } from '../../agent/daemon/heartbeat/policy.js';
+import { CONNECT_FAILURES, unreachable } from '../../agent/daemon/reachability.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
 import { MIN, S, setup } from './controller-harness.js';
+import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
 
 function scheduler(behave: (call: Call, now: number) => Behaviour) {
   const clock = new FakeClock(10_000_000);
   const api = new FakeApi(clock, behave);
-  const s = new HeartbeatScheduler({ clock, random: seeded(3), transport: api, bounds: clampBounds(undefined), persist: async () => {}, onOutcome: () => {} });
+  const s = new HeartbeatScheduler({ clock, random: seeded(3), transport: api, bounds: boundsOf(DEFAULT_TEST_BOUNDS), persist: async () => {}, onOutcome: () => {} });
   const beats = (): number[] => api.calls.filter((c) => c.call === 'heartbeat').map((c) => c.t);
   return { clock, api, s, beats };
 }

@@ -4,8 +4,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { acquireRunLock, LOCK_FILE, processAlive, type ProcProbe } from '../../agent/daemon/run-lock.js';
-import { procStartOf, procStatOf } from '../../agent/daemon/live-status.js';
+import { acquireRunLock, LOCK_FILE, processAlive, type ProcProbe } from '../../agent/daemon/runtime/run-lock.js';
+import { procStartOf, procStatOf } from '../../agent/daemon/runtime/proc.js';
 import { daemonAlive } from '../../agent/cli/status.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';

@@ -3,16 +3,20 @@ import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writ
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { FakeClock } from '../../agent/lib/fake-clock.js';
+import { FakeClock } from '../support/fake-clock.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { Controller } from '../../agent/daemon/controller.js';
-import { clampBounds } from '../../agent/daemon/heartbeat-policy.js';
-import { attemptToStartFrom, createAttemptStore, createStatusSink, procStartOf, readLastAttempt, statusFile } from '../../agent/daemon/live-status.js';
-import { earliestNext, lastEndOf, MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/daemon/heartbeat-policy.js';
+import { boundsOf } from '../../agent/daemon/heartbeat/policy.js';
+import { createStatusSink, statusFile } from '../../agent/daemon/runtime/status-file.js';
+import { attemptToStartFrom, createAttemptStore, readLastAttempt } from '../../agent/daemon/runtime/attempt-record.js';
+import { procStartOf } from '../../agent/daemon/runtime/proc.js';
+import { earliestNext, lastEndOf } from '../../agent/daemon/heartbeat/policy.js';
+import { MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/lib/timing.js';
 import { DAEMON_STATES, type DaemonSnapshot, type DaemonState } from '../../agent/daemon/snapshot.js';
 import { run as statusCommand } from '../../agent/cli/status.js';
 import type { CommandContext } from '../../agent/cli/command.js';
 import { FakeApi, seeded } from './fake-api.js';
+import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
 
 let dir: string;
 let out: string[];
@@ -49,8 +53,8 @@ async function writeLive(state: DaemonState, pid = process.pid): Promise<DaemonS
     random: seeded(1),
     logger: createLogger('silent'),
     api,
-    reloadCredentials: () => {},
-    bounds: clampBounds(undefined),
+    tokens: { reload: () => {} },
+    bounds: boundsOf(DEFAULT_TEST_BOUNDS),
     persistAttempt: async () => {},
     publish: (snap) => {
       last = { ...snap, state, pid, ...(procStartOf(pid) !== undefined && { procStart: procStartOf(pid) as string }) };

@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync, existsSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { listenNotify, type NotifyListener } from './notify-socket.js';
-import { createSystemdNotifier, Watchdog, watchdogIntervalFrom, type IntervalFn, type NotifyExec } from '../../agent/daemon/systemd.js';
+import { createSystemdNotifier, watchdogIntervalFrom, type NotifyExec } from '../../agent/daemon/systemd/notify.js';
+import { Watchdog, type IntervalFn } from '../../agent/daemon/systemd/watchdog.js';
 
 let dir: string;
 let logFile: string;

@@ -5,42 +5,32 @@
 // The service sees a request somewhere between our send and the end of our
 // wait for it, so spacing is measured from the END of the previous attempt
 // and the 300 s ceiling from the START of the previous success.
-import { backoffDelay } from '../lib/backoff.js';
+import { backoffDelay } from '../../lib/backoff.js';
+import { ATTEMPT_GUARD_MS, HEARTBEAT_WINDOW_SECONDS, MAX_AFTER_SUCCESS_MS, MAX_RETRY_AFTER_MS, MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../lib/timing.js';
 
-export const MIN_SPACING_MS = 60_000;
-/** Timer lateness and clock-rate skew between us and the service. */
-export const SPACING_MARGIN_MS = 2_000;
-export const MAX_SUCCESS_GAP_MS = 300_000;
-/** The client's own request timeout (contract: requests give up at 30 s). */
-export const REQUEST_TIMEOUT_MS = 30_000;
-/** Our hard stop on a request, in case the client's timeout does not fire. */
-export const ATTEMPT_GUARD_MS = REQUEST_TIMEOUT_MS + 5_000;
-/** Room for send latency and timer lateness (at --time-scale 60 a real ms is 60 agent ms). */
-export const LATE_MARGIN_MS = 10_000;
-/** Latest start of the next attempt after a success started, so even a slow answer lands inside 300 s. */
-export const MAX_AFTER_SUCCESS_MS = MAX_SUCCESS_GAP_MS - ATTEMPT_GUARD_MS - LATE_MARGIN_MS;
-/** A Retry-After longer than this is treated as this (a bad header must not silence a camera for days). */
-export const MAX_RETRY_AFTER_MS = 3_600_000;
-export const RATE_LIMIT_CAP_MS = 300_000;
-export const FAILURE_CAP_MS = 300_000;
+const RATE_LIMIT_CAP_MS = 300_000;
+const FAILURE_CAP_MS = 300_000;
 
 /** Agent-monotonic time at boot (see lastEndOf). */
 export const BOOT = 0;
-
-export const DEFAULT_BOUNDS = { minSeconds: 60, maxSeconds: 270 } as const;
 
 export interface Bounds {
   minMs: number;
   maxMs: number;
 }
 
-/** Profile bounds clamped into the service's 60..300 s window. */
-export function clampBounds(b: { minSeconds: number; maxSeconds: number } | undefined): Bounds {
-  const src = b ?? DEFAULT_BOUNDS;
-  const clamp = (s: number, lo: number): number => Math.min(300, Math.max(lo, Number.isFinite(s) ? s : lo));
-  const min = clamp(src.minSeconds, 60);
-  const max = clamp(src.maxSeconds, min);
-  return { minMs: min * 1000, maxMs: max * 1000 };
+/**
+ * A profile's heartbeat bounds in agent ms, exactly as written. The profile
+ * loader refuses bounds outside HEARTBEAT_WINDOW_SECONDS, so nothing here
+ * needs to change them; a caller that skipped the loader gets an error, not
+ * a silently different schedule.
+ */
+export function boundsOf(b: { minSeconds: number; maxSeconds: number }): Bounds {
+  const { min, max } = HEARTBEAT_WINDOW_SECONDS;
+  if (!(b.minSeconds >= min && b.minSeconds <= b.maxSeconds && b.maxSeconds <= max)) {
+    throw new RangeError(`heartbeat bounds ${b.minSeconds}..${b.maxSeconds} s are outside the ${min}..${max} s window`);
+  }
+  return { minMs: b.minSeconds * 1000, maxMs: b.maxSeconds * 1000 };
 }
 
 export interface AttemptRecord {
@@ -74,7 +64,11 @@ export function earliestNext(lastEnd: number): number {
   return lastEnd + MIN_SPACING_MS + SPACING_MARGIN_MS;
 }
 
-/** After a success: random within the bounds, then clamped by both invariants (spacing wins). */
+/**
+ * After a success: random within the bounds, then held to both invariants
+ * (spacing wins). With bounds from boundsOf the ceiling never bites on the
+ * draw; it still holds the 300 s promise when the previous answer was slow.
+ */
 export function nextAfterSuccess(bounds: Bounds, startedAt: number, endedAt: number, random: () => number): number {
   const drawn = startedAt + bounds.minMs + random() * (bounds.maxMs - bounds.minMs);
   return Math.max(Math.min(drawn, startedAt + MAX_AFTER_SUCCESS_MS), earliestNext(endedAt));
@@ -95,24 +89,4 @@ export function nextAfterRateLimit(n: number, endedAt: number, retryAfterMs: num
   const jittered = expo / 2 + (random() * expo) / 2;
   const honoured = Math.min(Math.max(0, retryAfterMs ?? 0), MAX_RETRY_AFTER_MS);
   return Math.max(endedAt + jittered, endedAt + honoured, earliestNext(endedAt));
-}
-
-/**
- * Failures where no connection to the service was made: the network or DNS
- * is down, so a cheap GET /health may notice it return long before the
- * backoff would. Anything after connect (ECONNRESET, a truncated body, a
- * proxy resetting one path) or a timeout can fail the same way again while
- * /health answers fine, so those get plain backoff. ECONNABORTED is left out:
- * the stack reports it both before and after connect.
- */
-export const CONNECT_FAILURES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EHOSTDOWN']);
-
-/** Worth a /health probe: the failure was at connect level (see CONNECT_FAILURES). */
-export function unreachable(e: { kind: string; details: { code?: string | undefined } } | undefined): boolean {
-  return e?.kind === 'network' && e.details.code !== undefined && CONNECT_FAILURES.has(e.details.code);
-}
-
-/** How often to ask GET /health while unreachable, so reconnection is noticed within seconds. */
-export function probeDelay(probes: number, random: () => number): number {
-  return backoffDelay({ baseMs: 10_000, capMs: 30_000, floorMs: 5_000 }, probes, random);
 }

@@ -1,7 +1,8 @@
-// The one HTTP client of the agent (architecture.md): every request to the
-// service goes through the got instance made here, so x-client-version,
-// User-Agent, timeouts, the size cap and error typing hold for all of them,
-// auth calls included. got's own retries are off: callers own their loops.
+// The transport of the service's API: the one got instance every request to
+// the service goes through, so x-client-version, User-Agent, timeouts, the
+// size cap and error typing hold for all of them, auth calls included. got's
+// own retries are off: callers own their loops. Endpoint groups (device.ts,
+// oauth.ts, ...) build on it; presigned storage URLs never do (storage.ts).
 import http from 'node:http';
 import https from 'node:https';
 import { got, type Got, type Response } from 'got';
@@ -9,17 +10,16 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
-import { errorForStatus, networkError, oneLine } from './http-errors.js';
+import { oneLine } from '../lib/text.js';
+import { REQUEST_TIMEOUT_MS } from '../lib/timing.js';
+import { errorForStatus, networkError } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
-import { validateDevice, validateHealth } from './validate.js';
-import type { ApiResult, Device, DeviceApi, ResponseMeta } from './types.js';
+import type { ResponseMeta } from './types.js';
 
-/** The service answers within 30 s or fails (service-api.md, Limits): never wait longer. */
-export const MAX_TIMEOUT_MS = 30_000;
 /** No answer the agent expects is anywhere near this; anything bigger is refused unread. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
-export interface DeviceApiOptions {
+export interface TransportOptions {
   baseUrl: string;
   /** A function lets a token refresh take effect without a new client. */
   token: string | (() => string | undefined);
@@ -68,9 +68,7 @@ export interface RawResponse {
   meta: ResponseMeta;
 }
 
-export interface DeviceApiClient extends DeviceApi {
-  /** GET /health (no token), optionally with a shorter time limit in agent ms. */
-  health(signal?: AbortSignal, timeoutMs?: number): Promise<ApiResult<{ status: string }>>;
+export interface Transport {
   /** Any request; resolves with whatever status came back, rejects only when no answer was read. */
   request(spec: RequestSpec): Promise<RawResponse>;
   /** Form POST without the bearer token (pairing, refresh, revoke). */
@@ -79,6 +77,10 @@ export interface DeviceApiClient extends DeviceApi {
   readJson(res: RawResponse): unknown;
   /** The typed error for a response whose status is not the expected one. */
   errorFor(res: RawResponse): AgentError;
+  /** JSON from a 2xx answer, else the typed error; `timeoutMs` may shorten the limit. */
+  getJson(path: string, opts?: { auth?: boolean; signal?: AbortSignal | undefined; timeoutMs?: number | undefined }): Promise<{ value: unknown; res: RawResponse }>;
+  /** Validation errors thrown by `fn` get the response's status and meta attached. */
+  validated<T>(res: RawResponse, fn: () => T): T;
   /** Meta of the most recent answer (rate limits, clock offset), for status reports. */
   readonly lastMeta: ResponseMeta | undefined;
   /** Drops kept-alive sockets. */
@@ -99,9 +101,9 @@ function phaseTimeouts(totalAgentMs: number, scale: number): Record<string, numb
   };
 }
 
-export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
+export function createTransport(options: TransportOptions): Transport {
   const { clock, logger } = options;
-  const timeoutMs = Math.min(options.timeoutMs ?? MAX_TIMEOUT_MS, MAX_TIMEOUT_MS);
+  const timeoutMs = Math.min(options.timeoutMs ?? REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
   const tokenOf = typeof options.token === 'function' ? options.token : (): string => options.token as string;
   const idle = options.idleSocketMs ?? IDLE_SOCKET_MS;
   const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
@@ -223,8 +225,8 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
     return errorForStatus(ctx);
   }
 
-  /** JSON from a 2xx answer, else the typed error. */
-  async function getJson(path: string, auth: boolean, signal?: AbortSignal, limitMs?: number): Promise<{ value: unknown; res: RawResponse }> {
+  async function getJson(path: string, opts: { auth?: boolean; signal?: AbortSignal | undefined; timeoutMs?: number | undefined } = {}): Promise<{ value: unknown; res: RawResponse }> {
+    const { auth = true, signal, timeoutMs: limitMs } = opts;
     const res = await request({ method: 'GET', path, auth, ...(signal ? { signal } : {}), ...(limitMs !== undefined ? { timeoutMs: limitMs } : {}) });
     if (res.status < 200 || res.status > 299) throw errorFor(res);
     return { value: readJson(res), res };
@@ -235,26 +237,14 @@ export function createDeviceApi(options: DeviceApiOptions): DeviceApiClient {
     postForm: (path, form, signal) => request({ method: 'POST', path, auth: false, form, ...(signal ? { signal } : {}) }),
     readJson,
     errorFor,
+    getJson,
+    validated: withErrorMeta,
     get lastMeta() {
       return lastMeta;
     },
     close() {
       agents.http.destroy();
       agents.https.destroy();
-    },
-    async getDevice(signal?: AbortSignal): Promise<ApiResult<Device>> {
-      const { value, res } = await getJson('/v2/devices/me', true, signal);
-      return { value: withErrorMeta(res, () => validateDevice(value, res.what)), meta: res.meta };
-    },
-    async heartbeat(signal?: AbortSignal): Promise<ApiResult<void>> {
-      const res = await request({ method: 'POST', path: '/v2/devices/heartbeat', ...(signal ? { signal } : {}) });
-      // 204 is documented; any 2xx means the service heard us.
-      if (res.status < 200 || res.status > 299) throw errorFor(res);
-      return { value: undefined, meta: res.meta };
-    },
-    async health(signal?: AbortSignal, limitMs?: number): Promise<ApiResult<{ status: string }>> {
-      const { value, res } = await getJson('/health', false, signal, limitMs);
-      return { value: withErrorMeta(res, () => validateHealth(value, res.what)), meta: res.meta };
     },
   };
 }

@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { syncDirectory } from '../lib/atomic-write.js';
 import { configError } from '../lib/errors.js';
-import type { Settings } from './types.js';
+import type { Settings } from '../config/types.js';
 
 export const CLIENT_ID_STORE = 'agent-state';
 

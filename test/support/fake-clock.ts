@@ -1,7 +1,6 @@
 // A manual clock for tests: time moves only when the test says so, so a test
-// can play thousands of agent-hours without sleeping. Lives in agent/lib (not
-// test/) because the property tests and the daemon's own tests share it.
-import type { Clock, Timer } from './clock.js';
+// can play thousands of agent-hours without sleeping.
+import type { Clock, Timer } from '../../agent/lib/clock.js';
 
 interface Pending {
   at: number;

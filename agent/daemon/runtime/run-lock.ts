@@ -5,8 +5,8 @@
 // the kernel has since given to another process) is taken over, not obeyed.
 import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { configError } from '../lib/errors.js';
-import { procStartOf, procStatOf, type ProcStat } from './live-status.js';
+import { configError } from '../../lib/errors.js';
+import { procStartOf, procStatOf, type ProcStat } from './proc.js';
 
 export const LOCK_FILE = 'run.lock';
 

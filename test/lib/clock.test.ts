@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
-import { FakeClock } from '../agent/lib/fake-clock.js';
-import { sleep } from '../agent/lib/clock.js';
-import { backoffDelay } from '../agent/lib/backoff.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { sleep } from '../../agent/lib/clock.js';
+import { backoffDelay } from '../../agent/lib/backoff.js';
 
 describe('FakeClock', () => {
   it('fires timers in time order and lets their promise chains settle', async () => {

@@ -28,7 +28,7 @@
 // updates collapses to the newest text, so a chatty controller cannot fork a
 // storm on a Pi Zero.
 import { execFile } from 'node:child_process';
-import type { Timer } from '../lib/clock.js';
+import { oneLine } from '../../lib/text.js';
 
 export interface SystemdNotifier {
   /** NOTIFY_SOCKET is set: we run under systemd with Type=notify. */
@@ -69,8 +69,9 @@ export function watchdogIntervalFrom(env: NodeJS.ProcessEnv, pid = process.pid):
   return usec / 1000 / 2;
 }
 
+
 // One line per STATUS=: a newline would start a new variable in the datagram.
-const oneLine = (text: string): string => text.replace(/[\r\n]+/g, ' ').trim();
+const STATUS_MAX = 400;
 
 interface Pending {
   kind: 'ready' | 'status' | 'watchdog' | 'stopping';
@@ -96,12 +97,12 @@ class Notifier implements SystemdNotifier {
 
   ready(status?: string): Promise<void> {
     const args = ['--ready'];
-    if (status !== undefined) args.push(`--status=${oneLine(status)}`);
+    if (status !== undefined) args.push(`--status=${oneLine(status, STATUS_MAX)}`);
     return this.send('ready', args);
   }
 
   status(text: string): Promise<void> {
-    return this.send('status', [`--status=${oneLine(text)}`]);
+    return this.send('status', [`--status=${oneLine(text, STATUS_MAX)}`]);
   }
 
   watchdog(): Promise<void> {
@@ -163,59 +164,4 @@ export function createSystemdNotifier(
   onError: (err: unknown) => void = () => {},
 ): SystemdNotifier {
   return new Notifier(env, exec, onError);
-}
-
-/** Arms a repeating real-time timer; the returned handle stops it. */
-export type IntervalFn = (fn: () => void, ms: number) => Timer;
-
-const realInterval: IntervalFn = (fn, ms) => {
-  const handle = setInterval(fn, ms);
-  // The watchdog alone must never keep a stopping daemon alive.
-  handle.unref();
-  return { cancel: () => clearInterval(handle) };
-};
-
-/**
- * Feeds systemd's watchdog from a semantic health check. The interval is
- * REAL time (systemd counts real time; --time-scale does not apply), and
- * WATCHDOG=1 goes out only while isHealthy() says the loop is alive and a
- * heartbeat is scheduled: a wedged daemon stops pinging and systemd kills
- * and restarts it, which is the point.
- */
-export class Watchdog {
-  private timer: Timer | undefined;
-
-  constructor(
-    private readonly notifier: SystemdNotifier,
-    private readonly isHealthy: () => boolean,
-    private readonly setIntervalFn: IntervalFn = realInterval,
-  ) {}
-
-  get running(): boolean {
-    return this.timer !== undefined;
-  }
-
-  start(): void {
-    const ms = this.notifier.watchdogIntervalMs;
-    if (this.timer !== undefined || !this.notifier.enabled || ms === undefined) return;
-    this.timer = this.setIntervalFn(() => this.tick(), ms);
-    // systemd's countdown started when it forked us, so ping now rather than
-    // half a period later.
-    this.tick();
-  }
-
-  stop(): void {
-    this.timer?.cancel();
-    this.timer = undefined;
-  }
-
-  private tick(): void {
-    let healthy = false;
-    try {
-      healthy = this.isHealthy();
-    } catch {
-      // A health check that throws is itself a sign of a broken loop.
-    }
-    if (healthy) void this.notifier.watchdog();
-  }
 }

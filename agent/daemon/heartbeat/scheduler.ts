@@ -1,21 +1,12 @@
 // One heartbeat loop: at most one request in flight, one timer armed, all
 // times from the injected monotonic clock (a wall-clock jump changes nothing).
-// The timing rules live in heartbeat-policy.ts; this file owns the I/O.
-import type { Clock, Timer } from '../lib/clock.js';
-import { AgentError } from '../lib/errors.js';
-import type { ApiResult } from '../api/types.js';
-import { guarded } from './abort.js';
-import {
-  earliestNext,
-  lastEndOf,
-  nextAfterFailure,
-  nextAfterRateLimit,
-  nextAfterSuccess,
-  probeDelay,
-  unreachable,
-  type AttemptRecord,
-  type Bounds,
-} from './heartbeat-policy.js';
+// The timing rules live in policy.ts; this file owns the I/O.
+import type { Clock, Timer } from '../../lib/clock.js';
+import { AgentError } from '../../lib/errors.js';
+import type { ApiResult } from '../../api/types.js';
+import { guarded } from '../abort.js';
+import { probeDelay, probeOnce, unreachable } from '../reachability.js';
+import { earliestNext, lastEndOf, nextAfterFailure, nextAfterRateLimit, nextAfterSuccess, type AttemptRecord, type Bounds } from './policy.js';
 
 export type HeartbeatResult = 'ok' | 'paused' | 'rate-limited' | 'failed' | 'aborted';
 
@@ -185,14 +176,7 @@ export class HeartbeatScheduler {
   }
 
   private async probe(ac: AbortController): Promise<void> {
-    let reachable: boolean;
-    try {
-      await guarded(this.o.clock, ac, (s) => this.o.transport.health(s));
-      reachable = true;
-    } catch (err) {
-      // Any HTTP answer, even an error, means the network is back.
-      reachable = !(err instanceof AgentError && err.kind === 'network') && !ac.signal.aborted;
-    }
+    const reachable = await probeOnce(this.o.clock, ac, (s) => this.o.transport.health(s));
     if (!this.running) return;
     const now = this.o.clock.now();
     if (reachable) {

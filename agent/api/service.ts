@@ -1,0 +1,27 @@
+// The service's API as the rest of the agent sees it: one transport (one got
+// instance) and the endpoint groups built on it. Device calls sit at the top
+// level because every command and the daemon use them; other groups are
+// properties, added as the features that need them land.
+import { deviceEndpoints, type DeviceEndpoints } from './device.js';
+import { createTransport, type Transport, type TransportOptions } from './transport.js';
+import type { ResponseMeta } from './types.js';
+
+export interface ServiceApi extends DeviceEndpoints {
+  readonly transport: Transport;
+  /** Meta of the most recent answer (rate limits, clock offset), for status reports. */
+  readonly lastMeta: ResponseMeta | undefined;
+  /** Drops kept-alive sockets. */
+  close(): void;
+}
+
+export function createServiceApi(options: TransportOptions): ServiceApi {
+  const transport = createTransport(options);
+  return {
+    ...deviceEndpoints(transport),
+    transport,
+    get lastMeta() {
+      return transport.lastMeta;
+    },
+    close: () => transport.close(),
+  };
+}

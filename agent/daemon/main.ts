@@ -1,0 +1,151 @@
+// The daemon's wiring: everything `c2c-agent run` starts, in one place. The
+// CLI parses the command line and loads settings; from there this file takes
+// the runtime dir and its lock, builds the api client, the token source, the
+// controller and the units around it, and owns the process's signals until
+// it exits. A new daemon feature is one more unit in `units` below.
+import { ensureDir } from '../lib/ensure-dir.js';
+import { removeStaleTemps } from '../lib/atomic-write.js';
+import { loadProfiles, selectProfile } from '../config/profiles.js';
+import type { Settings } from '../config/types.js';
+import { createServiceApi } from '../api/service.js';
+import { createTokenSource } from '../auth/token-source.js';
+import { SystemClock } from '../lib/clock.js';
+import { AgentError, configError } from '../lib/errors.js';
+import { createLogger, type Logger } from '../lib/logger.js';
+import { Controller } from './controller.js';
+import { boundsOf } from './heartbeat/policy.js';
+import { ATTEMPT_FILE, attemptToStartFrom, createAttemptStore, readLastAttempt } from './runtime/attempt-record.js';
+import { procStartOf } from './runtime/proc.js';
+import { acquireRunLock } from './runtime/run-lock.js';
+import { createStatusSink } from './runtime/status-file.js';
+import { StatusPublisher } from './runtime/status-publisher.js';
+import { crashHandler, ignoreSignals } from './process-guards.js';
+import { createSystemdNotifier } from './systemd/notify.js';
+import { Watchdog } from './systemd/watchdog.js';
+import type { DaemonUnit } from './unit.js';
+
+/** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
+const HARD_EXIT_MS = 4_500;
+
+function sweepTemps(dir: string, logger: Logger): void {
+  let swept: string[] = [];
+  try {
+    swept = removeStaleTemps(dir);
+  } catch {
+    // An unlistable dir shows up as soon as we write to it; nothing to add here.
+  }
+  if (swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${dir}`);
+}
+
+async function prepareRuntimeDir(dir: string): Promise<void> {
+  try {
+    await ensureDir(dir);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    throw configError(`cannot create the runtime dir ${dir} (${code}); set --runtime-dir or C2C_RUNTIME_DIR (systemd: RuntimeDirectory=)`, 'runtimeDir');
+  }
+}
+
+/** Runs the daemon until SIGTERM or SIGINT; resolves with the exit code. */
+export async function runDaemon(settings: Settings, agentVersion: string): Promise<number> {
+  const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
+  const logger = createLogger(settings.logLevel);
+  const clock = new SystemClock(settings.timeScale);
+  await prepareRuntimeDir(settings.runtimeDir);
+  const lock = acquireRunLock(settings.runtimeDir);
+  if (lock.kind === 'held') {
+    // 75: try again later; the other daemon already keeps this camera online.
+    throw new AgentError('conflict', `another c2c-agent run is active (pid ${lock.owner.pid}); stop it first (systemctl stop c2c-agent) or see it with c2c-agent status`);
+  }
+  // Holding the lock, we are the only writer here: temp files are leftovers of a
+  // kill -9, and RuntimeDirectoryPreserve=yes would keep them across restarts.
+  sweepTemps(settings.runtimeDir, logger);
+
+  const tokens = createTokenSource(settings, (message) => logger.warn(message));
+  const api = createServiceApi({ baseUrl: settings.apiUrl, token: tokens.current, firmwareVersion: settings.firmwareVersion, agentVersion, clock, logger });
+  const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
+  const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
+  const lastRead = readLastAttempt(settings.runtimeDir, settings.timeScale);
+  if (lastRead.kind === 'unreadable') {
+    logger.warn({ error: lastRead.error }, `cannot read ${ATTEMPT_FILE} in ${settings.runtimeDir}; waiting a full minute before the first heartbeat`);
+  }
+  const notifier = createSystemdNotifier(process.env, undefined, (err) => logger.warn({ err: String(err) }, 'systemd-notify failed'));
+  const procStart = procStartOf(process.pid);
+
+  const units: DaemonUnit[] = [];
+  const controller: Controller = new Controller({
+    clock,
+    random: Math.random,
+    logger,
+    api,
+    tokens,
+    bounds: boundsOf(profile.heartbeat),
+    lastAttempt: attemptToStartFrom(lastRead, clock.now()),
+    persistAttempt: (rec) => attempts.save(rec),
+    publish: (snap, transition) => {
+      for (const u of units) u.onSnapshot?.(snap, transition);
+    },
+    info: {
+      firmwareVersion: settings.firmwareVersion,
+      profile: profile.id,
+      agentVersion,
+      timeScale: settings.timeScale,
+      pid: process.pid,
+      ...(procStart !== undefined && { procStart }),
+    },
+  });
+  // Started in this order, stopped in reverse: the status file listens before the
+  // controller's first snapshot and is flushed after its last; the watchdog
+  // pings only once the controller has something to be healthy about.
+  units.push(
+    new StatusPublisher(createStatusSink(settings.runtimeDir, logWriteError('status')), notifier, clock),
+    controller,
+    new Watchdog(notifier, () => controller.isHealthy()),
+  );
+  // Timers come and go with the state; this keeps the loop alive between them until a signal.
+  const keepAlive = setInterval(() => {}, 3_600_000);
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const shutdown = (signal: string): void => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'stopping');
+      // Whatever hangs (a stuck socket, a slow disk), systemd must see us gone within 5 s.
+      const hard = setTimeout(() => {
+        logger.warn('clean shutdown took too long; exiting anyway');
+        lock.release();
+        process.exit(0);
+      }, HARD_EXIT_MS);
+      void (async () => {
+        void notifier.stopping();
+        for (const u of [...units].reverse()) await u.stop().catch((err: unknown) => logger.warn({ unit: u.name, err: String(err) }, 'unit failed to stop cleanly'));
+        await attempts.flush().catch(() => undefined);
+        api.close();
+        await notifier.idle();
+        lock.release();
+        clearInterval(keepAlive);
+        clearTimeout(hard);
+        ignoreSignals(process);
+        // A handle someone forgot must not keep a stopped daemon alive.
+        setTimeout(() => process.exit(0), 500).unref();
+        resolve(0);
+      })();
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+    process.on('SIGHUP', () => controller.reload());
+    process.on('unhandledRejection', (err) => logger.error({ err: String(err) }, 'unhandled rejection (a bug); carrying on'));
+    process.on('uncaughtException', crashHandler(logger, () => lock.release(), (code) => process.exit(code)));
+
+    for (const u of units) {
+      u.start();
+      // READY does not wait for the network: start-up is done once the loop runs.
+      if (u === controller) void notifier.ready(controller.statusLine());
+    }
+    logger.info(
+      { apiUrl: settings.apiUrl, firmwareVersion: settings.firmwareVersion, profile: profile.id, timeScale: settings.timeScale, runtimeDir: settings.runtimeDir },
+      'daemon started',
+    );
+  });
+}

@@ -1,0 +1,62 @@
+// last-heartbeat.json in the runtime dir: the previous attempt, so a
+// restarted daemon still keeps the 60 s rule. On tmpfs, like the status.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AttemptRecord } from '../heartbeat/policy.js';
+import { FileSink } from './file-sink.js';
+
+export const ATTEMPT_FILE = 'last-heartbeat.json';
+
+/** The attempt record as saved: monotonic times only mean something with the same time scale. */
+interface SavedAttempt extends AttemptRecord {
+  timeScale: number;
+  pid: number;
+}
+
+export function createAttemptStore(runtimeDir: string, timeScale: number, onError?: (err: unknown) => void) {
+  const sink = new FileSink<SavedAttempt>(path.join(runtimeDir, ATTEMPT_FILE), onError, 0o600);
+  return {
+    async save(rec: AttemptRecord): Promise<void> {
+      sink.write({ ...rec, timeScale, pid: process.pid });
+      await sink.flush();
+    },
+    flush: () => sink.flush(),
+  };
+}
+
+export type AttemptRead = { kind: 'missing' } | { kind: 'unreadable'; error: string } | { kind: 'ok'; record: AttemptRecord };
+
+/** The previous process's last attempt, as last-heartbeat.json tells it. */
+export function readLastAttempt(runtimeDir: string, timeScale: number): AttemptRead {
+  let text: string;
+  try {
+    text = readFileSync(path.join(runtimeDir, ATTEMPT_FILE), 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' ? { kind: 'missing' } : { kind: 'unreadable', error: code ?? String(err) };
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { kind: 'unreadable', error: 'not JSON' };
+  }
+  const r = (raw ?? {}) as Record<string, unknown>;
+  if (typeof r.startedAt !== 'number' || !Number.isFinite(r.startedAt)) return { kind: 'unreadable', error: 'no startedAt' };
+  const scale = typeof r.timeScale === 'number' && r.timeScale > 0 ? r.timeScale : timeScale;
+  // Monotonic times are boot-origin hrtime times the scale: rescaling is exact.
+  const record: AttemptRecord = { startedAt: (r.startedAt / scale) * timeScale };
+  if (typeof r.endedAt === 'number' && Number.isFinite(r.endedAt)) record.endedAt = (r.endedAt / scale) * timeScale;
+  return { kind: 'ok', record };
+}
+
+/**
+ * The record to start from. One that exists but cannot be read (say root-owned
+ * 0600, left by a manual `sudo c2c-agent run`) may hide a heartbeat sent a moment
+ * ago: count it as an attempt ending now, so the first one waits a full spacing.
+ */
+export function attemptToStartFrom(read: AttemptRead, now: number): AttemptRecord | undefined {
+  if (read.kind === 'ok') return read.record;
+  return read.kind === 'missing' ? undefined : { startedAt: now, endedAt: now };
+}
+

@@ -1,0 +1,36 @@
+// How the agent puts values into one-line messages and reports. Values read
+// from files, the environment or a server may hold newlines, control
+// characters or secrets; durations are agent time.
+import { scrub } from './secrets.js';
+
+const MAX_TEXT = 200;
+const DAY_MS = 24 * 3600 * 1000;
+
+/** One line of printable text, bounded, registered secrets cut out. */
+export function oneLine(text: string, max = MAX_TEXT): string {
+  // eslint-disable-next-line no-control-regex
+  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const cut = flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+  return scrub(cut);
+}
+
+/** A value shown JSON-escaped in quotes, so a newline in it cannot break the one-line rule. */
+export const quote = (value: string): string => `'${JSON.stringify(value).slice(1, -1)}'`;
+
+/** Compact, for status lines and tables: "45s", "2m13s", "1h02m". */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
+}
+
+/** Rounded, for sentences: "45 s", "12 min", "23 h", "9 days" (sign ignored). */
+export function describeDuration(ms: number): string {
+  const abs = Math.abs(ms);
+  if (abs < 90_000) return `${Math.round(abs / 1000)} s`;
+  if (abs < 90 * 60_000) return `${Math.round(abs / 60_000)} min`;
+  if (abs < 2 * DAY_MS) return `${Math.round(abs / 3_600_000)} h`;
+  return `${Math.round(abs / DAY_MS)} days`;
+}

@@ -1,0 +1,35 @@
+// The times every part of the agent shares: the service's published limits
+// and the margins the agent derives from them. One home, so the profile
+// loader, the API client and the daemon's loops can never disagree.
+//
+// The service's rules: a request that cannot finish in 30 s fails; a device
+// heartbeats at most once a minute and at least once every five minutes.
+
+/** The service fails any request it cannot finish in 30 s: never wait longer for an answer. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+/** Our hard stop on a request, in case the client's own timeout does not fire. */
+export const ATTEMPT_GUARD_MS = REQUEST_TIMEOUT_MS + 5_000;
+
+/** Two heartbeats at the service are at least this far apart. */
+export const MIN_SPACING_MS = 60_000;
+/** Timer lateness and clock-rate skew between us and the service. */
+export const SPACING_MARGIN_MS = 2_000;
+/** While the service answers, two accepted heartbeats are at most this far apart at the service. */
+export const MAX_SUCCESS_GAP_MS = 300_000;
+/** Room for send latency and timer lateness (at --time-scale 60 a real ms is 60 agent ms). */
+export const LATE_MARGIN_MS = 10_000;
+/**
+ * Latest start of the next attempt after a success started: the service sees
+ * a request anywhere up to the end of our wait for it, so even an answer that
+ * takes the whole guard must land inside MAX_SUCCESS_GAP_MS.
+ */
+export const MAX_AFTER_SUCCESS_MS = MAX_SUCCESS_GAP_MS - ATTEMPT_GUARD_MS - LATE_MARGIN_MS;
+
+/**
+ * The heartbeat window a firmware profile may ask for, in whole seconds: a
+ * profile outside it is refused at load time, never silently changed.
+ */
+export const HEARTBEAT_WINDOW_SECONDS = { min: MIN_SPACING_MS / 1000, max: MAX_AFTER_SUCCESS_MS / 1000 } as const;
+
+/** A Retry-After longer than this is treated as this: a bad header must not silence a camera for days. */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
