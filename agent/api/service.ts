@@ -3,11 +3,14 @@
 // level because every command and the daemon use them; other groups are
 // properties, added as the features that need them land.
 import { deviceEndpoints, type DeviceEndpoints } from './device.js';
+import { oauthEndpoints, type OAuthEndpoints } from './oauth.js';
 import { createTransport, type Transport, type TransportOptions } from './transport.js';
 import type { ResponseMeta } from './types.js';
 
 export interface ServiceApi extends DeviceEndpoints {
   readonly transport: Transport;
+  /** Pairing, refresh and revoke: form posts without the bearer token. */
+  readonly oauth: OAuthEndpoints;
   /** Meta of the most recent answer (rate limits, clock offset), for status reports. */
   readonly lastMeta: ResponseMeta | undefined;
   /** Drops kept-alive sockets. */
@@ -19,6 +22,7 @@ export function createServiceApi(options: TransportOptions): ServiceApi {
   return {
     ...deviceEndpoints(transport),
     transport,
+    oauth: oauthEndpoints(transport),
     get lastMeta() {
       return transport.lastMeta;
     },

@@ -13,6 +13,10 @@ export interface Credentials {
   /** ISO 8601 time the access token expires, when the file says. */
   expiresAt?: string;
   tokenType?: string;
+  /** The access token's lifetime as granted, seconds. */
+  expiresInSeconds?: number;
+  /** ISO 8601 time it was granted (the service's clock where known). */
+  obtainedAt?: string;
   /** 'environment C2C_TOKEN' or the token file's path, for messages. */
   source: string;
 }
@@ -62,14 +66,23 @@ export function parseCredentialsFile(text: string, file: string): Credentials | 
   const refreshToken = optionalString(rec, 'refresh_token', file);
   const expiresAt = optionalString(rec, 'expires_at', file);
   const tokenType = optionalString(rec, 'token_type', file);
-  if (expiresAt !== undefined && !Number.isFinite(Date.parse(expiresAt))) {
-    throw configError(`credentials file ${file}: 'expires_at' is not an ISO 8601 time; remove the file and run \`c2c-agent pair\``, file);
+  const obtainedAt = optionalString(rec, 'obtained_at', file);
+  for (const [key, v] of [['expires_at', expiresAt], ['obtained_at', obtainedAt]] as const) {
+    if (v !== undefined && !Number.isFinite(Date.parse(v))) {
+      throw configError(`credentials file ${file}: '${key}' is not an ISO 8601 time; remove the file and run \`c2c-agent pair\``, file);
+    }
+  }
+  const lifetime = rec.expires_in;
+  if (lifetime !== undefined && lifetime !== null && (typeof lifetime !== 'number' || !Number.isFinite(lifetime) || lifetime <= 0)) {
+    throw configError(`credentials file ${file}: 'expires_in' is not a positive number; remove the file and run \`c2c-agent pair\``, file);
   }
   if (!accessToken) return undefined;
   const out: Credentials = { accessToken, source: file };
   if (refreshToken) out.refreshToken = refreshToken;
   if (expiresAt !== undefined) out.expiresAt = expiresAt;
   if (tokenType !== undefined) out.tokenType = tokenType;
+  if (typeof lifetime === 'number') out.expiresInSeconds = lifetime;
+  if (obtainedAt !== undefined) out.obtainedAt = obtainedAt;
   return out;
 }
 

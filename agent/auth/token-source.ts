@@ -1,10 +1,27 @@
-// The one place the rest of the agent asks for an access token. The api
-// client reads `current()` on every request, the daemon calls `reload()` when
-// it must look again (start-up, SIGHUP, a changed file), and `fingerprint()`
-// lets it notice a re-paired unit without re-reading secrets every poll.
+// The one place the rest of the agent asks for an access token, and the only
+// code that refreshes one. The api client reads `current()` on every request;
+// the daemon calls `reload()` when it must look again (start-up, SIGHUP, a
+// changed file), `refresh()` after a 401, and runs this as a unit so the
+// token is renewed ahead of its expiry on the monotonic clock.
+//
+// A refresh token is single use. The order is therefore fixed: ask, write the
+// new pair to flash (lib/atomic-write), only then use it. A refresh whose
+// answer is lost (power cut, network) leaves the old, used-up pair on disk;
+// the next refresh is refused and the unit needs pairing. That is the one
+// way a healthy unit can lose its authorization, and it is logged as such.
 import { statSync } from 'node:fs';
+import type { ClientCredentials, OAuthEndpoints } from '../api/oauth.js';
 import type { Settings } from '../config/types.js';
+import type { Clock, Timer } from '../lib/clock.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { AgentError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
 import { loadCredentials, type Credentials } from './credentials.js';
+import { credentialsOf, fileFromGrant, saveCredentials } from './credentials-store.js';
+import { refreshDelay } from './refresh-policy.js';
+
+/** refreshed: a new pair is in use; unavailable: nothing to refresh with; refused: the service said no (needs pairing). */
+export type RefreshResult = 'refreshed' | 'unavailable' | 'refused';
 
 export interface TokenSource {
   /** The access token to send now; undefined before a successful reload(). */
@@ -17,27 +34,173 @@ export interface TokenSource {
    * file (C2C_TOKEN): nothing to watch then.
    */
   fingerprint?: () => string | undefined;
+  /**
+   * Refreshes now (one at a time: a second caller shares the first's result).
+   * Rejects with the AgentError when the service could not be asked or did
+   * not answer (network, 5xx, 429): the caller tries again later.
+   */
+  refresh(why: string): Promise<RefreshResult>;
 }
 
-export function createTokenSource(settings: Settings, warn: (message: string) => void = () => {}): TokenSource {
-  let creds: Credentials | undefined;
-  const source: TokenSource = {
-    current: () => creds?.accessToken,
-    reload: () => {
-      creds = undefined;
-      creds = loadCredentials(settings, warn);
-    },
-  };
-  const fileBased = settings.token === undefined || settings.token === '';
-  if (fileBased) {
-    source.fingerprint = () => {
-      try {
-        const st = statSync(settings.tokenFile);
-        return `${st.ino}:${st.size}:${st.mtimeMs}`;
-      } catch {
-        return undefined;
-      }
-    };
+export interface TokenSourceDeps {
+  clock: Clock;
+  random: () => number;
+  logger?: Logger;
+  /** Absent where nothing may refresh (the CLI's one-shot commands). */
+  oauth?: OAuthEndpoints;
+  /** The client id and secret; undefined when no secret is configured (refresh is then unavailable). */
+  client?: () => Promise<ClientCredentials | undefined>;
+  /** The service refused the refresh token: the unit needs pairing. */
+  onRejected?: (reason: string) => void;
+}
+
+const fingerprintOf = (file: string): string | undefined => {
+  try {
+    const st = statSync(file);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return undefined;
   }
-  return source;
+};
+
+export class CredentialsTokenSource implements TokenSource {
+  readonly name = 'token-refresh';
+  private creds: Credentials | undefined;
+  /** Agent-monotonic time the current access token was obtained (estimated for one read from the file). */
+  private obtainedAt: number | undefined;
+  private inFlight: Promise<RefreshResult> | undefined;
+  private timer: Timer | undefined;
+  private failures = 0;
+  private running = false;
+  /** The file a refusal came from: reloading it again would only be refused again. */
+  private rejected: string | undefined;
+  readonly fingerprint: (() => string | undefined) | undefined;
+
+  constructor(
+    private readonly settings: Settings,
+    private readonly d: TokenSourceDeps,
+  ) {
+    const fileBased = settings.token === undefined || settings.token === '';
+    this.fingerprint = fileBased ? () => fingerprintOf(settings.tokenFile) : undefined;
+  }
+
+  current = (): string | undefined => this.creds?.accessToken;
+
+  reload(): void {
+    this.creds = undefined;
+    const print = this.fingerprint?.();
+    if (this.rejected !== undefined && print === this.rejected) {
+      throw new AgentError('unauthorized', `the service refused the credentials in ${this.settings.tokenFile}; run \`c2c-agent pair\``, { source: this.settings.tokenFile });
+    }
+    this.rejected = undefined;
+    this.creds = loadCredentials(this.settings, (m) => this.d.logger?.warn(m));
+    this.obtainedAt = this.estimateObtained(this.creds);
+    this.failures = 0;
+    this.arm();
+  }
+
+  start(): void {
+    this.running = true;
+    this.arm();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.timer?.cancel();
+    this.timer = undefined;
+    // Never abort a refresh in flight: its answer is the only pair that will work.
+    // The daemon's hard exit bounds the wait.
+    await this.inFlight?.catch(() => undefined);
+  }
+
+  refresh(why: string): Promise<RefreshResult> {
+    if (!this.inFlight) {
+      this.inFlight = this.doRefresh(why).finally(() => {
+        this.inFlight = undefined;
+      });
+    }
+    return this.inFlight;
+  }
+
+  /** Monotonic time the token was obtained: from the file's times, read against this unit's wall clock. */
+  private estimateObtained(c: Credentials): number | undefined {
+    const lifetimeMs = (c.expiresInSeconds ?? 0) * 1000;
+    const expires = c.expiresAt === undefined ? NaN : Date.parse(c.expiresAt);
+    if (lifetimeMs <= 0 || !Number.isFinite(expires)) return undefined;
+    // A wall clock far off (no RTC before NTP) makes this wrong either way: clamping
+    // to [0, lifetime] means at worst an early refresh, or a late one that a 401 catches.
+    const age = Math.min(Math.max(lifetimeMs - (expires - this.d.clock.wallNow()), 0), lifetimeMs);
+    return this.d.clock.now() - age;
+  }
+
+  private arm(): void {
+    this.timer?.cancel();
+    this.timer = undefined;
+    const c = this.creds;
+    if (!this.running || !c?.refreshToken || !this.d.oauth || this.obtainedAt === undefined || c.expiresInSeconds === undefined) return;
+    const delay =
+      this.failures > 0
+        ? backoffDelay({ baseMs: 30_000, capMs: 10 * 60_000, floorMs: 15_000 }, this.failures, this.d.random)
+        : Math.max(0, this.obtainedAt + refreshDelay(c.expiresInSeconds * 1000, this.d.random) - this.d.clock.now());
+    this.timer = this.d.clock.setTimer(() => {
+      this.timer = undefined;
+      void this.refresh('ahead of expiry').catch(() => undefined);
+    }, delay);
+  }
+
+  private async doRefresh(why: string): Promise<RefreshResult> {
+    const c = this.creds;
+    const client = await this.d.client?.();
+    if (!c?.refreshToken || !this.d.oauth || client === undefined) return 'unavailable';
+    const before = this.fingerprint?.();
+    let grant;
+    try {
+      grant = await this.d.oauth.refresh(client, c.refreshToken);
+    } catch (err) {
+      const e = err instanceof AgentError ? err : new AgentError('internal', String(err));
+      if (e.kind === 'unauthorized' || e.kind === 'forbidden') return this.refused(e);
+      this.failures++;
+      this.d.logger?.warn({ err: e.message, failures: this.failures }, `token refresh failed (${why}); retrying with backoff`);
+      this.arm();
+      throw e;
+    }
+    const file = fileFromGrant(grant, this.d.clock);
+    if (this.fingerprint !== undefined) {
+      // Someone paired or unpaired while we asked: their file wins over our answer.
+      if (this.fingerprint() !== before) {
+        this.d.logger?.info('credentials file changed during a refresh; using the file');
+        this.reload();
+        return 'refreshed';
+      }
+      try {
+        await saveCredentials(this.settings.tokenFile, file);
+      } catch (err) {
+        // The old refresh token is spent: the new pair is the only one that works, so use it
+        // from memory. A restart before the next successful save will need pairing.
+        this.d.logger?.warn({ err: String(err) }, `cannot store the refreshed credentials in ${this.settings.tokenFile}; keeping them in memory`);
+      }
+    }
+    this.creds = credentialsOf(file, c.source);
+    this.obtainedAt = this.d.clock.now();
+    this.failures = 0;
+    this.d.logger?.info({ why, expiresInSeconds: grant.expiresInSeconds }, 'access token refreshed');
+    this.arm();
+    return 'refreshed';
+  }
+
+  private refused(e: AgentError): RefreshResult {
+    const reason = `needs pairing: the service refused the refresh token (${e.details.code ?? e.details.status ?? e.kind}); run \`c2c-agent pair\``;
+    this.d.logger?.warn({ code: e.details.code, status: e.details.status }, reason);
+    this.creds = undefined;
+    this.rejected = this.fingerprint?.();
+    this.timer?.cancel();
+    this.timer = undefined;
+    this.d.onRejected?.(reason);
+    return 'refused';
+  }
+}
+
+/** The token source of commands that only read (check): no refresh. */
+export function createTokenSource(settings: Settings, deps: TokenSourceDeps): CredentialsTokenSource {
+  return new CredentialsTokenSource(settings, deps);
 }

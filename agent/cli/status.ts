@@ -6,10 +6,10 @@ import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { processAlive } from '../daemon/runtime/run-lock.js';
-import type { DaemonSnapshot } from '../daemon/snapshot.js';
+import { NEEDS_PAIRING_LINE, type DaemonSnapshot } from '../daemon/snapshot.js';
 import { formatDuration } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
-import { fail, printJson, printLine } from './output.js';
+import { fail, printError, printJson, printLine } from './output.js';
 import { describeOffset } from './check-report.js';
 
 export const usage = 'status [--json] [--runtime-dir DIR]';
@@ -27,6 +27,7 @@ function ago(mono: number, now: number): string {
 
 function humanBlock(s: DaemonSnapshot, now: number): string[] {
   const lines = [`state:       ${s.state}${s.reason ? ` (${s.reason})` : ''}, since ${s.since.at} (${ago(s.since.monotonic, now)})`];
+  if (s.state === 'needs-pairing') lines.unshift(NEEDS_PAIRING_LINE);
   if (s.device) {
     const project = s.project ? ` in project ${s.project.name ?? '?'}${s.project.id ? ` (${s.project.id})` : ''}` : '';
     lines.push(`device:      ${s.device.name ?? '?'} (${s.device.id})${project}`);
@@ -75,11 +76,15 @@ export async function run(ctx: CommandContext): Promise<number> {
         : `daemon not running (pid ${snap.pid} gone; last state ${snap.state} at ${snap.updated.at})`;
     return fail(new AgentError('unavailable', message), { json: ctx.json, extra: { running: false, statusFile: file, last: snap } });
   }
+  // Scripts and health checks act on the code: running but unpaired is 77, like `check`.
+  const exitCode = snap.state === 'needs-pairing' ? EXIT.noperm : EXIT.ok;
   if (ctx.json) {
     const nextInMs = snap.nextHeartbeat ? Math.round(snap.nextHeartbeat.monotonic - now) : undefined;
-    printJson({ ok: true, exitCode: EXIT.ok, running: true, ...snap, ...(nextInMs !== undefined && { nextHeartbeatInMs: nextInMs }) });
+    printJson({ ok: exitCode === EXIT.ok, exitCode, running: true, ...snap, ...(nextInMs !== undefined && { nextHeartbeatInMs: nextInMs }) });
   } else {
     printLine(...humanBlock(snap, now));
   }
-  return EXIT.ok;
+  // The contract's one line on stderr for every non-zero exit.
+  if (exitCode !== EXIT.ok) printError(`${NEEDS_PAIRING_LINE} (${snap.reason})`);
+  return exitCode;
 }

@@ -23,8 +23,8 @@ export interface ControllerDeps {
   random: () => number;
   logger: Logger;
   api: DeviceApi;
-  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, its file watched in needs-pairing. */
-  tokens: Pick<TokenSource, 'reload' | 'fingerprint'>;
+  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, refreshed after a 401, its file watched in needs-pairing. */
+  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh'>;
   bounds: Bounds;
   lastAttempt?: AttemptRecord | undefined;
   persistAttempt: (rec: AttemptRecord) => Promise<void>;
@@ -55,6 +55,8 @@ export class Controller implements DaemonUnit {
   private credsWatch: CredentialsWatch | undefined;
   private checkFailures = 0;
   private heartbeat401 = 0;
+  /** A refresh was tried since the last accepted call: a refusal now is final. */
+  private refreshedSince401 = false;
   private stopped = false;
 
   constructor(private readonly d: ControllerDeps) {}
@@ -178,7 +180,8 @@ export class Controller implements DaemonUnit {
     if (this.stopped) return;
     if (device) return this.checked(device, why);
     const e = error as AgentError;
-    if (e.kind === 'unauthorized' || e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
+    if (e.kind === 'unauthorized') return this.unauthorized(e, why);
+    if (e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
     if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
     if (e.kind === 'protocol' && e.status !== undefined && e.status >= 200 && e.status < 300) return this.checkedUnreadable(e, why);
     this.checkFailures++;
@@ -213,6 +216,7 @@ export class Controller implements DaemonUnit {
     }
     this.checkFailures = 0;
     this.probeUsed = false;
+    this.refreshedSince401 = false;
     this.credsWatch?.stop();
     const paused = this.device?.status === 'paused';
     if (paused) this.setState('paused', 'the service says the device is paused');
@@ -259,17 +263,51 @@ export class Controller implements DaemonUnit {
     } else if (o.result === 'rate-limited') {
       this.setState('rate-limited', describe(e));
     } else if (e && (e.kind === 'unauthorized' || e.kind === 'forbidden')) {
-      // Confirm with one GET /v2/devices/me before giving up on the token; a
-      // second refusal in a row settles it, so a 401 can never become a loop.
       void this.stopHeartbeats();
-      if (++this.heartbeat401 >= 2) return this.enterNeedsPairing(e.message);
-      void this.check('confirm');
+      void this.unauthorized(e, 'heartbeat');
       return;
     } else {
       this.setState('offline', describe(e));
     }
     this.d.logger.debug({ result: o.result, failures: o.consecutiveFailures, nextInMs: Math.round(o.nextAt - o.endedAt) }, 'heartbeat');
     this.publish(false);
+  }
+
+  /** The token source gave up (the service refused the refresh token). */
+  tokensRejected(reason: string): void {
+    if (this.stopped || this.state === 'needs-pairing') return;
+    this.enterNeedsPairing(reason);
+  }
+
+  /**
+   * A 401: refresh once, then verify with GET /v2/devices/me. A refusal of
+   * the refresh, or a 401 again after a good refresh, ends in needs-pairing,
+   * so a 401 can never become a loop. Without a refresh token (C2C_TOKEN)
+   * one GET /v2/devices/me confirms a heartbeat's 401 first.
+   */
+  private async unauthorized(e: AgentError, why: CheckWhy | 'heartbeat'): Promise<void> {
+    if (this.refreshedSince401) return this.enterNeedsPairing(e.message);
+    this.refreshedSince401 = true;
+    let result;
+    try {
+      result = await this.d.tokens.refresh(`the service answered 401 (${why})`);
+    } catch (err) {
+      // The service could not be asked: the token may be fine. Try the check again later.
+      this.refreshedSince401 = false;
+      if (this.stopped) return;
+      this.checkFailures++;
+      const fail = err instanceof AgentError ? err : new AgentError('internal', String(err));
+      this.setState('offline', `token refresh failed: ${describe(fail)}`);
+      this.armCheck('confirm', startupRetryDelay(fail, this.checkFailures, this.d.random));
+      return this.publish(false);
+    }
+    if (this.stopped || result === 'refused') return; // tokensRejected() has put us in needs-pairing
+    if (result === 'refreshed') return void this.check('confirm');
+    if (why === 'heartbeat' && ++this.heartbeat401 < 2) {
+      this.refreshedSince401 = false;
+      return void this.check('confirm');
+    }
+    this.enterNeedsPairing(e.message);
   }
 
   private enterNeedsPairing(reason: string): void {

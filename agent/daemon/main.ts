@@ -3,12 +3,17 @@
 // the runtime dir and its lock, builds the api client, the token source, the
 // controller and the units around it, and owns the process's signals until
 // it exits. A new daemon feature is one more unit in `units` below.
+import path from 'node:path';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { removeStaleTemps } from '../lib/atomic-write.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import type { Settings } from '../config/types.js';
 import { createServiceApi } from '../api/service.js';
-import { createTokenSource } from '../auth/token-source.js';
+import type { ClientCredentials } from '../api/oauth.js';
+import { getClientId } from '../auth/client-id.js';
+import { readClientSecret } from '../auth/client-secret.js';
+import { sweepCredentialTemps } from '../auth/credentials-store.js';
+import { CredentialsTokenSource } from '../auth/token-source.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
@@ -27,14 +32,37 @@ import type { DaemonUnit } from './unit.js';
 /** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
 const HARD_EXIT_MS = 4_500;
 
-function sweepTemps(dir: string, logger: Logger): void {
-  let swept: string[] = [];
+function sweepTemps(dir: string, logger: Logger, swept: string[]): void {
+  if (swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${dir}`);
+}
+
+function removeTempsQuietly(dir: string): string[] {
   try {
-    swept = removeStaleTemps(dir);
+    return removeStaleTemps(dir);
   } catch {
     // An unlistable dir shows up as soon as we write to it; nothing to add here.
+    return [];
   }
-  if (swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${dir}`);
+}
+
+/**
+ * The client id and secret a refresh sends, read once when first needed. No
+ * secret configured means no refresh: the token works until it expires and
+ * the unit then needs pairing, which the warning says up front.
+ */
+function clientCredentials(settings: Settings, logger: Logger): () => Promise<ClientCredentials | undefined> {
+  let cached: Promise<ClientCredentials | undefined> | undefined;
+  return () =>
+    (cached ??= (async () => {
+      try {
+        const { clientId } = await getClientId(settings);
+        return { clientId, clientSecret: readClientSecret(settings) };
+      } catch (err) {
+        logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'cannot refresh tokens without the client id and secret; the unit will need pairing when its token expires');
+        cached = undefined;
+        return undefined;
+      }
+    })());
 }
 
 async function prepareRuntimeDir(dir: string): Promise<void> {
@@ -59,10 +87,19 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   }
   // Holding the lock, we are the only writer here: temp files are leftovers of a
   // kill -9, and RuntimeDirectoryPreserve=yes would keep them across restarts.
-  sweepTemps(settings.runtimeDir, logger);
+  sweepTemps(settings.runtimeDir, logger, removeTempsQuietly(settings.runtimeDir));
 
-  const tokens = createTokenSource(settings, (message) => logger.warn(message));
-  const api = createServiceApi({ baseUrl: settings.apiUrl, token: tokens.current, firmwareVersion: settings.firmwareVersion, agentVersion, clock, logger });
+  const fileBased = settings.token === undefined || settings.token === '';
+  if (fileBased) sweepTemps(path.dirname(settings.tokenFile), logger, sweepCredentialTemps(settings.tokenFile));
+  const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => tokens.current(), firmwareVersion: settings.firmwareVersion, agentVersion, clock, logger });
+  const tokens: CredentialsTokenSource = new CredentialsTokenSource(settings, {
+    clock,
+    random: Math.random,
+    logger,
+    oauth: api.oauth,
+    client: clientCredentials(settings, logger),
+    onRejected: (reason) => controller.tokensRejected(reason),
+  });
   const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
   const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
   const lastRead = readLastAttempt(settings.runtimeDir, settings.timeScale);
@@ -95,10 +132,13 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     },
   });
   // Started in this order, stopped in reverse: the status file listens before the
-  // controller's first snapshot and is flushed after its last; the watchdog
+  // controller's first snapshot and is flushed after its last; the token source
+  // refreshes ahead of expiry once the controller has loaded the credentials, and
+  // stops after it (a refresh in flight is waited for, never cut); the watchdog
   // pings only once the controller has something to be healthy about.
   units.push(
     new StatusPublisher(createStatusSink(settings.runtimeDir, logWriteError('status')), notifier, clock),
+    tokens,
     controller,
     new Watchdog(notifier, () => controller.isHealthy()),
   );

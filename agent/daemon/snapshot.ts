@@ -52,12 +52,16 @@ export interface DaemonSnapshot {
   updated: Moment;
 }
 
+/** What a person must do in needs-pairing, first on the STATUS= line and in `status`. */
+export const NEEDS_PAIRING_LINE = 'needs pairing: run `c2c-agent pair`';
+
 /** One line for `systemctl status`: "online; cam-07 in project Testbed; next heartbeat in 2m13s". */
 export function statusLine(s: DaemonSnapshot, now: number): string {
   const parts: string[] = [s.state];
   // systemctl status shows one line: keep the reason to its gist.
   const reason = s.reason.length > 60 ? `${s.reason.slice(0, 59)}…` : s.reason;
-  if (s.state !== 'online' && reason) parts[0] = `${s.state} (${reason})`;
+  if (s.state === 'needs-pairing') parts[0] = NEEDS_PAIRING_LINE;
+  else if (s.state !== 'online' && reason) parts[0] = `${s.state} (${reason})`;
   if (s.device) {
     const who = s.device.name ?? s.device.id;
     parts.push(s.project?.name ? `${who} in project ${s.project.name}` : who);

@@ -2,13 +2,15 @@
 // power cut must leave either the old or the new file, never a torn one:
 // write a temp file, fsync it, rename over the target, fsync the directory.
 // On tmpfs (durable: false) the fsyncs are pointless and skipped.
-import { promises as fs, readdirSync, unlinkSync } from 'node:fs';
+import { promises as fs, readdirSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
 export interface WriteOptions {
   mode?: number;
   durable?: boolean;
+  /** Give the file to this owner before it takes the target's name (root writing for a service user). */
+  owner?: { uid: number; gid: number };
 }
 
 /** The temp files writeFileAtomic makes: `.<name>.<12 hex>.tmp`, next to the target. */
@@ -25,13 +27,16 @@ export function isAtomicTemp(name: string): boolean {
 /**
  * Removes the temp files a writer killed between open and rename left in
  * `dir` (kill -9 skips the cleanup). Only call it while no other process
- * writes there: their temp files look the same. Returns the names removed.
+ * writes there (their temp files look the same), or with `olderThanMs` past
+ * any write's duration. `prefix` limits it to one target's temps (its base
+ * name). Returns the names removed.
  */
-export function removeStaleTemps(dir: string): string[] {
+export function removeStaleTemps(dir: string, opts: { prefix?: string; olderThanMs?: number } = {}): string[] {
   const removed: string[] = [];
   for (const name of readdirSync(dir)) {
-    if (!isAtomicTemp(name)) continue;
+    if (!isAtomicTemp(name) || (opts.prefix !== undefined && !name.startsWith(`.${opts.prefix}.`))) continue;
     try {
+      if (opts.olderThanMs !== undefined && Date.now() - statSync(path.join(dir, name)).mtimeMs < opts.olderThanMs) continue;
       unlinkSync(path.join(dir, name));
       removed.push(name);
     } catch {
@@ -48,6 +53,7 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
   const handle = await fs.open(tmp, 'wx', mode);
   try {
     await handle.writeFile(data);
+    if (options.owner !== undefined) await handle.chown(options.owner.uid, options.owner.gid);
     if (durable) await handle.sync();
   } catch (err) {
     await handle.close();

@@ -7,6 +7,7 @@ import type { Clock } from '../../agent/lib/clock.js';
 import { Controller } from '../../agent/daemon/controller.js';
 import { boundsOf } from '../../agent/daemon/heartbeat/policy.js';
 import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';
+import type { RefreshResult } from '../../agent/auth/token-source.js';
 import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
 import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
 
@@ -20,6 +21,8 @@ interface Opts {
   noCredentials?: () => boolean;
   clock?: Clock;
   fake?: FakeClock;
+  /** The token source's answer to a refresh after a 401 (default: nothing to refresh with). */
+  refresh?: () => Promise<RefreshResult>;
 }
 
 export function setup(o: Opts = {}) {
@@ -30,6 +33,7 @@ export function setup(o: Opts = {}) {
   const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line)) });
   const published: { snap: DaemonSnapshot; transition: boolean }[] = [];
   let reloads = 0;
+  let refreshes = 0;
   const controller = new Controller({
     clock,
     random: seeded(5),
@@ -41,6 +45,11 @@ export function setup(o: Opts = {}) {
         if (o.noCredentials?.()) throw new AgentError('unauthorized', 'not paired: no credentials in /x/credentials.json');
       },
       ...(o.fingerprint && { fingerprint: o.fingerprint }),
+      // Without a refresh hook the unit behaves as with C2C_TOKEN: nothing to refresh with.
+      refresh: async () => {
+        refreshes++;
+        return (await o.refresh?.()) ?? 'unavailable';
+      },
     },
     bounds: boundsOf(DEFAULT_TEST_BOUNDS),
     persistAttempt: async () => {},
@@ -48,7 +57,7 @@ export function setup(o: Opts = {}) {
     info: { firmwareVersion: '1.2.3', profile: 'generic', agentVersion: '0.1.0', timeScale: 1, pid: 4242 },
   });
   const transitions = (): string[] => logs.filter((l) => l.to !== undefined).map((l) => `${l.from}->${l.to}`);
-  return { clock: fake, api, controller, logs, published, transitions, reloads: () => reloads };
+  return { clock: fake, api, controller, logs, published, transitions, reloads: () => reloads, refreshes: () => refreshes };
 }
 
 export const when = (pred: (call: Call, now: number) => boolean, bad: Behaviour) => (call: Call, now: number): Behaviour =>

@@ -142,7 +142,7 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
         random,
         logger: createLogger('silent'),
         api,
-        tokens: { reload: () => {} },
+        tokens: { reload: () => {}, refresh: async () => 'unavailable' },
         bounds,
         lastAttempt: runtimeDir,
         persistAttempt: persist,

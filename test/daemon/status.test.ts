@@ -53,7 +53,7 @@ async function writeLive(state: DaemonState, pid = process.pid): Promise<DaemonS
     random: seeded(1),
     logger: createLogger('silent'),
     api,
-    tokens: { reload: () => {} },
+    tokens: { reload: () => {}, refresh: async () => 'unavailable' },
     bounds: boundsOf(DEFAULT_TEST_BOUNDS),
     persistAttempt: async () => {},
     publish: (snap) => {
@@ -81,7 +81,7 @@ describe('c2c-agent status', () => {
     rmSync(empty, { recursive: true });
   });
 
-  it.each(DAEMON_STATES.filter((s) => s !== 'stopped'))('reflects state %s of a live daemon (exit 0)', async (state) => {
+  it.each(DAEMON_STATES.filter((s) => s !== 'stopped' && s !== 'needs-pairing'))('reflects state %s of a live daemon (exit 0)', async (state) => {
     await writeLive(state);
     const j = await status(true);
     expect(j.code).toBe(0);
@@ -92,6 +92,18 @@ describe('c2c-agent status', () => {
     expect(h.code).toBe(0);
     expect(h.out).toMatch(new RegExp(`^state: +${state}`));
     expect(h.out).toMatch(/device: +cam-07 \(dev-1\) in project Testbed/);
+  });
+
+  it('a live daemon in needs-pairing: exit 77, with the remedy first and one line on stderr', async () => {
+    await writeLive('needs-pairing');
+    const j = await status(true);
+    expect(j.code).toBe(77);
+    expect(j.obj).toMatchObject({ ok: false, exitCode: 77, running: true, state: 'needs-pairing', pid: process.pid });
+    expect(j.out.trim().split('\n')).toHaveLength(1);
+    const h = await status(false);
+    expect(h.code).toBe(77);
+    expect(h.out.split('\n')[0]).toBe('needs pairing: run `c2c-agent pair`');
+    expect(h.out).toMatch(/^state: +needs-pairing/m);
   });
 
   it('a status file left by a dead daemon: exit 69, reported as such with its last state', async () => {

@@ -104,7 +104,11 @@ describe('status --json follows the daemon through its states', () => {
 
     cloud.control.revokeTokens(device.id);
     agent.child.kill('SIGHUP');
-    await reach(st, 'needs-pairing', agent);
+    const unpaired = await reach(st, 'needs-pairing', agent);
+    // Running but unpaired: status exits 77 so scripts and health checks can act on it.
+    expect(unpaired.exitCode).toBe(77);
+    expect(unpaired.json).toMatchObject({ ok: false, exitCode: 77, running: true, state: 'needs-pairing' });
+    expect(unpaired.stderr).toContain('needs pairing: run `c2c-agent pair`');
     expect(agent.child.exitCode).toBeNull();
 
     agent.child.kill('SIGKILL');

@@ -1,0 +1,293 @@
+// The client for presigned storage URLs (media chunk PUTs). Deliberately not
+// the service transport: storage must never see the bearer token or
+// x-client-version, the URL is absolute and signed, bodies are streamed and
+// far above the API's 1 MiB cap, and an upload that takes minutes over a slow
+// uplink is normal, so there is no total time cap, only stall limits.
+import http from 'node:http';
+import https from 'node:https';
+import { Readable, Transform, pipeline } from 'node:stream';
+import { got, type Got, type Request } from 'got';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { AgentError } from '../lib/errors.js';
+import { oneLine, quote } from '../lib/text.js';
+import { REQUEST_TIMEOUT_MS } from '../lib/timing.js';
+import { networkError } from './http-errors.js';
+import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
+import { IDLE_SOCKET_MS } from './transport.js';
+
+/** Storage errors are a few hundred bytes of XML; more than this is not read. */
+export const MAX_ERROR_BODY_BYTES = 4096;
+
+// Resolving and connecting are as quick for storage as for the API; the
+// same bounds as the service transport.
+const LOOKUP_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export interface StorageClientOptions {
+  clock: Clock;
+  logger?: Logger;
+  /** How long a kept-alive socket may sit unused before it is closed, real ms (default IDLE_SOCKET_MS). */
+  idleSocketMs?: number;
+  /** Longest time without a byte moving either way on a live upload, agent ms (default REQUEST_TIMEOUT_MS). */
+  inactivityMs?: number;
+  /** Longest wait for the answer once the whole body was sent, agent ms (default REQUEST_TIMEOUT_MS). */
+  responseMs?: number;
+  userAgent?: string;
+}
+
+export interface ChunkPut {
+  /** Absolute presigned URL: https, or http on a loopback host (tests, the fake cloud). */
+  url: string;
+  /** Streamed as it is read, e.g. fs.createReadStream(file, { start, end }); destroyed when the PUT fails. */
+  body: NodeJS.ReadableStream | Buffer;
+  /** Exact byte count, sent as Content-Length; a body of another size fails the PUT. */
+  length: number;
+  /** The asset's MIME type, sent as Content-Type (it is part of the signature). */
+  contentType: string;
+  signal?: AbortSignal;
+  /** Bytes handed to the socket so far; ends at `length` on success. */
+  onProgress?: (bytesSent: number) => void;
+}
+
+export interface StorageClient {
+  /** PUT one chunk with Content-Type and `x-amz-acl: private`; resolves on 2xx with { status, etag? }, rejects with a typed AgentError otherwise. */
+  put(chunk: ChunkPut): Promise<{ status: number; etag?: string }>;
+  /** Drops kept-alive sockets. */
+  close(): void;
+}
+
+/** Visible ASCII and spaces, as a header value must be. */
+const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/** "PUT host/path" without the query: the query holds the signature. */
+function describe(url: URL): string {
+  return `PUT ${url.host}${url.pathname}`;
+}
+
+function parseUrl(raw: string): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new AgentError('protocol', 'storage PUT: the upload URL is not an absolute URL', { source: 'storage' });
+  }
+  const what = describe(url);
+  // Plain http would put the signature on the wire in clear, and userinfo
+  // would make the HTTP stack send an Authorization header.
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.test(url.hostname))) {
+    throw new AgentError('protocol', oneLine(`${what}: the upload URL must be https (got ${url.protocol})`), { source: what });
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new AgentError('protocol', oneLine(`${what}: the upload URL must not carry credentials`), { source: what });
+  }
+  return url;
+}
+
+/** Drops every query value from server text: some storage errors echo the signed request. */
+function withoutQuery(text: string, url: URL): string {
+  let out = text;
+  for (const value of url.searchParams.values()) {
+    if (value.length >= 8) out = out.split(value).join('…');
+  }
+  return out;
+}
+
+const xmlField = (xml: string, name: string): string | undefined => {
+  const m = new RegExp(`<${name}>([^<]{1,300})</${name}>`).exec(xml);
+  return m?.[1]?.trim() || undefined;
+};
+
+const HINT: Record<number, string> = {
+  403: 'storage refused the presigned URL: it expired or its signature does not match; the upload must be created again',
+  404: 'storage does not know this upload; the upload must be created again',
+};
+
+/** The typed error for a storage answer that is not 2xx. */
+export function storageError(url: URL, status: number, headers: HeaderBag, body: Buffer, localWallMs: number): AgentError {
+  const what = describe(url);
+  const xml = body.toString('utf8');
+  const code = xmlField(xml, 'Code');
+  const text = xmlField(xml, 'Message');
+  const retryAfterMs = parseRetryAfter(headers, localWallMs);
+  const details: ConstructorParameters<typeof AgentError>[2] = { status, source: what };
+  if (code !== undefined) details.code = oneLine(code, 60);
+  let kind: AgentError['kind'];
+  if (status === 429 || (status === 503 && retryAfterMs !== undefined)) {
+    kind = 'rate-limited';
+    details.retryAfterMs = retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
+  } else if (status >= 500) kind = 'server';
+  else if (status === 403) kind = 'forbidden';
+  else if (status === 404) kind = 'not-found';
+  else kind = 'protocol';
+  const said = [code, text].filter((s) => s !== undefined).join(': ');
+  const hint = HINT[status] ?? (kind === 'server' || kind === 'rate-limited' ? 'storage failed; retry later' : undefined);
+  const message = `${what}: HTTP ${status}${said ? ` ${withoutQuery(said, url)}` : ''}${hint ? ` (${hint})` : ''}`;
+  return new AgentError(kind, oneLine(message, 400), details);
+}
+
+/** Passes the body through unchanged, failing it when it is not exactly `length` bytes. */
+function exactLength(length: number, onMismatch: (message: string) => void): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      seen += chunk.length;
+      if (seen <= length) return done(null, chunk);
+      onMismatch(`the body is longer than the ${length} bytes declared`);
+      done(new Error('body longer than declared'));
+    },
+    flush(done) {
+      if (seen === length) return done();
+      onMismatch(`the body ended after ${seen} of the ${length} bytes declared`);
+      done(new Error('body shorter than declared'));
+    },
+  });
+}
+
+export function createStorageClient(options: StorageClientOptions): StorageClient {
+  const { clock, logger } = options;
+  const inactivityMs = options.inactivityMs ?? REQUEST_TIMEOUT_MS;
+  const responseMs = options.responseMs ?? REQUEST_TIMEOUT_MS;
+  const idle = options.idleSocketMs ?? IDLE_SOCKET_MS;
+  const real = (ms: number): number => Math.max(1, Math.round(ms / clock.scale));
+  // Agent ms per got timeout phase, for messages. No `request` (total) and no
+  // `send` (connect to last byte written) phase: both would cap the upload's
+  // duration, which only the uplink decides.
+  const phases: Record<string, number> = {
+    lookup: LOOKUP_TIMEOUT_MS,
+    connect: CONNECT_TIMEOUT_MS,
+    secureConnect: CONNECT_TIMEOUT_MS,
+    socket: inactivityMs,
+    response: responseMs,
+    read: responseMs,
+  };
+  const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
+  const instance: Got = got.extend({
+    headers: { 'user-agent': options.userAgent ?? 'c2c-agent' },
+    retry: { limit: 0 },
+    throwHttpErrors: false,
+    followRedirect: false,
+    decompress: false,
+    timeout: Object.fromEntries(Object.entries(phases).map(([k, ms]) => [k, real(ms)])),
+    agent: agents,
+  });
+
+  /** Throws when the PUT cannot be sent as asked; nothing has touched the network yet. */
+  function check(chunk: ChunkPut): URL {
+    const url = parseUrl(chunk.url);
+    const what = describe(url);
+    const { length, signal } = chunk;
+    if (!Number.isSafeInteger(length) || length < 0) throw new AgentError('internal', `${what}: invalid length ${length}`, { source: what });
+    if (Buffer.isBuffer(chunk.body) && chunk.body.length !== length) {
+      throw new AgentError('internal', `${what}: the body has ${chunk.body.length} bytes, ${length} declared`, { source: what });
+    }
+    // Node would refuse it deep in the request with an error that reads like a network fault.
+    if (!HEADER_VALUE.test(chunk.contentType)) {
+      throw new AgentError('internal', oneLine(`${what}: content type ${quote(chunk.contentType)} is not a valid header value`), { source: what });
+    }
+    if (signal?.aborted) throw signal.reason;
+    return url;
+  }
+
+  async function put(chunk: ChunkPut): Promise<{ status: number; etag?: string }> {
+    let url: URL;
+    try {
+      url = check(chunk);
+    } catch (err) {
+      // The caller handed over the stream (an open file): it is ours to close.
+      if (!Buffer.isBuffer(chunk.body)) (chunk.body as Partial<Readable>).destroy?.();
+      throw err;
+    }
+    const what = describe(url);
+    const { length, signal } = chunk;
+    let lengthFault: AgentError | undefined;
+    let body: Readable | Buffer;
+    if (Buffer.isBuffer(chunk.body)) body = chunk.body;
+    else {
+      const counted = exactLength(length, (m) => (lengthFault = new AgentError('internal', `${what}: ${m}`, { source: what })));
+      // pipeline also tears the source down (closing a file) when got
+      // destroys what it was given; got reports the errors itself.
+      body = pipeline(chunk.body, counted, () => undefined);
+    }
+    const started = clock.now();
+    const log = { host: url.host, path: url.pathname, bytes: length };
+    const stream: Request = instance.stream.put(url, {
+      body,
+      headers: { 'content-type': chunk.contentType, 'content-length': String(length), 'x-amz-acl': 'private' },
+      ...(signal ? { signal } : {}),
+    });
+    let sent = -1;
+    stream.on('uploadProgress', (p: { transferred: number }) => {
+      if (p.transferred > sent) {
+        sent = p.transferred;
+        chunk.onProgress?.(sent);
+      }
+    });
+
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const elapsed = (): number => Math.round(clock.now() - started);
+      const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
+        if (settled) return;
+        settled = true;
+        // A 2xx body we stopped reading leaves the socket unusable; a 2xx
+        // before the whole body went out means nothing more is wanted.
+        if (!whole || stream.uploadProgress.percent < 1) stream.destroy();
+        logger?.debug({ ...log, status: value.status, durationMs: elapsed() }, 'storage put');
+        resolve(value);
+      };
+      const fail = (err: unknown): void => {
+        if (settled) return;
+        settled = true;
+        // A storage error can come before the whole body went out: stop sending.
+        stream.destroy();
+        const d = err instanceof AgentError ? err.details : {};
+        logger?.debug({ ...log, status: d.status, code: d.code, sent: Math.max(0, sent), durationMs: elapsed() }, 'storage put failed');
+        reject(err);
+      };
+      // Stays attached: got may still report an error (EPIPE from a body
+      // the server stopped reading) after the answer settled the PUT.
+      stream.on('error', (err: unknown) => {
+        if (signal?.aborted) return fail(signal.reason);
+        if (lengthFault) return fail(lengthFault);
+        const e = err as { name?: unknown; event?: unknown; cause?: { code?: unknown; message?: unknown } };
+        if (e.name === 'UploadError') {
+          const code = typeof e.cause?.code === 'string' ? e.cause.code : String(e.cause?.message ?? 'error');
+          return fail(new AgentError('internal', oneLine(`${what}: reading the chunk failed (${code})`), { source: what }));
+        }
+        fail(networkError(what, err, (typeof e.event === 'string' ? phases[e.event] : undefined) ?? inactivityMs));
+      });
+      stream.once('response', (res: http.IncomingMessage & { headers: HeaderBag }) => {
+        const status = res.statusCode ?? 0;
+        const parts: Buffer[] = [];
+        let size = 0;
+        const done = (whole: boolean): void => {
+          if (status >= 200 && status <= 299) {
+            const etag = header(res.headers, 'etag');
+            ok({ status, ...(etag !== undefined ? { etag } : {}) }, whole);
+          } else {
+            fail(storageError(url, status, res.headers, Buffer.concat(parts), clock.wallNow()));
+          }
+        };
+        stream.on('data', (b: Buffer) => {
+          const room = MAX_ERROR_BODY_BYTES - size;
+          if (room <= 0) return;
+          parts.push(b.subarray(0, room));
+          size += Math.min(b.length, room);
+          if (size >= MAX_ERROR_BODY_BYTES) done(false);
+        });
+        stream.once('end', () => done(true));
+      });
+    });
+  }
+
+  return {
+    put,
+    close() {
+      agents.http.destroy();
+      agents.https.destroy();
+    },
+  };
+}
