@@ -2,12 +2,15 @@
 // record plus the warnings an installer must see before leaving the site
 // (a missing scope, an authorization about to expire). Pure functions, so
 // the tests can feed them any record.
+import { DEVICE_SCOPE } from '../api/oauth.js';
 import type { Device, ResponseMeta } from '../api/types.js';
 import type { RateLimitInfo } from '../lib/errors.js';
 import { describeDuration } from '../lib/text.js';
 
-/** The scopes a camera needs: create assets, keep a refresh token, connect channels. */
-export const DEVICE_SCOPES = ['asset_create', 'offline', 'device_connect'] as const;
+/** The scopes pairing asks for (upload, and a refresh token): a unit without one of them is warned about. */
+const REQUIRED_SCOPES = DEVICE_SCOPE.split(' ');
+/** Shown too: whether the service lets the unit connect channels. */
+export const DEVICE_SCOPES = [...REQUIRED_SCOPES, 'device_connect'];
 const DAY_MS = 24 * 3600 * 1000;
 
 export interface DeviceFacts {
@@ -46,7 +49,7 @@ export function checkFacts(d: Device, serverNowMs: number): CheckFacts {
   const scopesRec = d.authorization?.scopes;
   const scopes: Record<string, boolean | null> = {};
   for (const s of DEVICE_SCOPES) scopes[s] = typeof scopesRec?.[s] === 'boolean' ? (scopesRec[s] as boolean) : null;
-  const missingScopes = DEVICE_SCOPES.filter((s) => scopes[s] !== true);
+  const missingScopes = REQUIRED_SCOPES.filter((s) => scopes[s] !== true);
   if (scopesRec === undefined) warnings.push('the service sent no authorization scopes; cannot tell whether uploads are allowed');
   else if (missingScopes.length > 0) {
     warnings.push(`authorization lacks scope ${missingScopes.join(', ')}: re-pair the unit and grant it (uploads or refresh may fail)`);

@@ -5,6 +5,8 @@ import type { CommandModule } from './command.js';
 export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   check: () => import('./check.js'),
   profiles: () => import('./profiles.js'),
+  pair: () => import('./pair.js'),
   run: () => import('./run.js'),
   status: () => import('./status.js'),
+  unpair: () => import('./unpair.js'),
 };

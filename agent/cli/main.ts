@@ -19,10 +19,12 @@ const HELP = `usage: c2c-agent <command> [options]
   c2c-agent run                      the daemon, in the foreground (systemd Type=notify)
   c2c-agent check   [--json]         pairing check: verify the token with GET /v2/devices/me
   c2c-agent status  [--json]         the running daemon's state, read locally, no network
+  c2c-agent pair    [--json] [--timeout SECONDS]   device-code pairing
+  c2c-agent unpair  [--json]         revoke the token at the service and forget it locally
   c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
   c2c-agent --version | --help
 
-Not in this version yet (exit 64): pair, unpair, channels, queue.
+Not in this version yet (exit 64): channels, queue, upload.
 
 Settings options, accepted by every command (each also comes from the
 environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config.json):
@@ -35,7 +37,7 @@ Exit codes: ${exitCodes}.`;
 const TOP_LEVEL = new Set(['--version', '-V', '--help', '-h', 'help']);
 
 // In the contract, built by later work: say so rather than "unknown command".
-const PLANNED = new Set(['pair', 'unpair', 'channels', 'queue']);
+const PLANNED = new Set(['channels', 'queue', 'upload']);
 
 async function main(argv: string[]): Promise<number> {
   // `--json` promises one JSON object wherever it stands, so it may come

@@ -21,6 +21,11 @@ export function printJson(result: JsonResult): void {
   process.stdout.write(`${JSON.stringify(redactObject(result))}\n`);
 }
 
+/** One line of a JSON Lines stream (pair --json): redacted and scrubbed like printJson. */
+export function printJsonLine(event: Record<string, unknown>): void {
+  process.stdout.write(`${JSON.stringify(redactObject(event))}\n`);
+}
+
 export function printLine(...lines: string[]): void {
   for (const line of lines) process.stdout.write(`${scrub(line)}\n`);
 }

@@ -16,6 +16,7 @@ export type ErrorKind =
   | 'network'
   | 'protocol'
   | 'unavailable'
+  | 'timeout'
   | 'internal';
 
 export const EXIT = {
@@ -54,6 +55,8 @@ const exitByKind: Record<ErrorKind, number> = {
   network: EXIT.unavailable,
   protocol: EXIT.protocol,
   unavailable: EXIT.unavailable,
+  // Something that may well work on a second try (a pairing nobody approved in time).
+  timeout: EXIT.tempfail,
   internal: EXIT.internal,
 };
 

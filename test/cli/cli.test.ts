@@ -36,7 +36,8 @@ describe('c2c-agent CLI (built bundle)', () => {
     const r = bundle.run(['--help']);
     expect(r.status).toBe(0);
     for (const c of ['run', 'check', 'status', 'profiles']) expect(r.stdout).toContain(`c2c-agent ${c}`);
-    expect(r.stdout).toContain('Not in this version yet (exit 64): pair, unpair, channels, queue.');
+    expect(r.stdout).toContain('Not in this version yet (exit 64): channels, queue, upload.');
+    expect(r.stdout).toContain('c2c-agent pair    [--json] [--timeout SECONDS]');
   });
 
   it('an unexpected failure (stdout unwritable) is one line "internal error: ...; please report" and exit 1', () => {
@@ -90,7 +91,8 @@ describe('c2c-agent CLI (built bundle)', () => {
 
   it.each([
     [['frobnicate'], "unknown command 'frobnicate'"],
-    [['pair'], "'pair' is not available in this version of c2c-agent"],
+    [['upload'], "'upload' is not available in this version of c2c-agent"],
+    [['pair', '--timeout', 'soon'], "pair: --timeout 'soon' must be a positive number of seconds"],
     [['queue'], "'queue' is not available in this version of c2c-agent"],
     [[], 'missing command'],
     [['--verbose'], "unknown option '--verbose'"],

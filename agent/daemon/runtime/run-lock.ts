@@ -127,6 +127,30 @@ function unlinkStale(file: string): void {
   }
 }
 
+/** The live daemon holding the lock in `runtimeDir`, if one runs. */
+export function runningDaemon(runtimeDir: string, probe: ProcProbe = realProbe): LockOwner | undefined {
+  const owner = parseOwner(readText(path.join(runtimeDir, LOCK_FILE)));
+  return owner && processAlive(owner.pid, owner.procStart, probe) ? owner : undefined;
+}
+
+export type NudgeResult = { kind: 'signalled'; pid: number } | { kind: 'not-running' } | { kind: 'denied'; pid: number };
+
+/**
+ * Asks the running daemon to re-read its credentials now (SIGHUP), so a
+ * pairing or unpairing takes effect without a restart. 'denied' when the
+ * daemon is another user's (a manual run as root, say): the caller says how.
+ */
+export function nudgeDaemon(runtimeDir: string): NudgeResult {
+  const owner = runningDaemon(runtimeDir);
+  if (owner === undefined) return { kind: 'not-running' };
+  try {
+    process.kill(owner.pid, 'SIGHUP');
+    return { kind: 'signalled', pid: owner.pid };
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH' ? { kind: 'not-running' } : { kind: 'denied', pid: owner.pid };
+  }
+}
+
 function optionalStart(pid: number): { procStart?: string } {
   const s = procStartOf(pid);
   return s === undefined ? {} : { procStart: s };

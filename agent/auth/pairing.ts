@@ -1,0 +1,103 @@
+// Device-code pairing (RFC 8628): ask for a code, show it, poll until the
+// person approves it in the service's app. Codes live at most two minutes,
+// so an expired one is replaced until the overall time limit. Every wait is
+// on the injected clock and ends at once when the signal aborts (Ctrl-C,
+// SIGTERM): nothing is written here, so a cancelled pairing leaves nothing.
+import type { ClientCredentials, DeviceCode, OAuthEndpoints, TokenGrant } from '../api/oauth.js';
+import { backoffDelay } from '../lib/backoff.js';
+import { sleep, type Clock } from '../lib/clock.js';
+import { AgentError } from '../lib/errors.js';
+
+/** RFC 8628: a slow_down adds five seconds to the polling interval. */
+const SLOW_DOWN_STEP_S = 5;
+
+/** What a display needs of a code: everything but the secret device code. */
+export type ShownCode = Omit<DeviceCode, 'deviceCode'> & { /** Agent-monotonic time the code expires. */ expiresAt: number };
+
+export type PairingEvent =
+  | { type: 'code'; code: ShownCode }
+  | { type: 'waiting'; remainingSeconds: number }
+  | { type: 'slow-down'; intervalSeconds: number }
+  | { type: 'retrying'; error: AgentError };
+
+export interface PairingOptions {
+  oauth: OAuthEndpoints;
+  client: ClientCredentials;
+  clock: Clock;
+  random: () => number;
+  signal: AbortSignal;
+  /** Give up (exit 75) after this long, agent ms, replacing expired codes until then. */
+  timeoutMs: number;
+  onEvent: (e: PairingEvent) => void;
+}
+
+/** Failures worth another try inside the time limit: the network, a 5xx, a 429. */
+const transient = (e: AgentError): boolean => e.kind === 'network' || e.kind === 'server' || e.kind === 'rate-limited';
+
+export async function pairDevice(o: PairingOptions): Promise<TokenGrant> {
+  const deadline = o.clock.now() + o.timeoutMs;
+  const remaining = (): number => deadline - o.clock.now();
+  let codes = 0;
+  let failures = 0;
+  for (;;) {
+    let code: DeviceCode;
+    try {
+      code = await o.oauth.requestDeviceCode(o.client, o.signal);
+      failures = 0;
+    } catch (err) {
+      const e = asAgentError(err, o.signal);
+      // The first code failing is reported as it is: the installer is standing there.
+      if (codes === 0 || !transient(e) || remaining() <= 0) throw e;
+      o.onEvent({ type: 'retrying', error: e });
+      await sleep(o.clock, Math.min(remaining(), backoffDelay({ baseMs: 2_000, capMs: 30_000, floorMs: 1_000 }, ++failures, o.random)), o.signal);
+      continue;
+    }
+    codes++;
+    const expiresAt = o.clock.now() + code.expiresInSeconds * 1000;
+    const { deviceCode, ...shown } = code;
+    o.onEvent({ type: 'code', code: { ...shown, expiresAt } });
+    const grant = await pollUntilDone(o, deviceCode, code.intervalSeconds, expiresAt, deadline);
+    if (grant !== undefined) return grant;
+    if (remaining() <= 0) throw timedOut(o.timeoutMs);
+  }
+}
+
+/** Polls one code; undefined when it expired (ask for another). */
+async function pollUntilDone(o: PairingOptions, deviceCode: string, intervalS: number, expiresAt: number, deadline: number): Promise<TokenGrant | undefined> {
+  let interval = Math.max(1, intervalS);
+  for (;;) {
+    const wait = Math.min(interval * 1000, Math.max(0, deadline - o.clock.now()));
+    await sleep(o.clock, wait, o.signal);
+    const now = o.clock.now();
+    if (now >= deadline) throw timedOut(o.timeoutMs);
+    if (now >= expiresAt) return undefined;
+    let outcome;
+    try {
+      outcome = await o.oauth.pollDeviceCode(o.client, deviceCode, o.signal);
+    } catch (err) {
+      const e = asAgentError(err, o.signal);
+      if (!transient(e)) throw e;
+      if (e.kind === 'rate-limited') interval = Math.max(interval, Math.ceil((e.details.retryAfterMs ?? 0) / 1000));
+      o.onEvent({ type: 'retrying', error: e });
+      continue;
+    }
+    if (outcome.kind === 'tokens') return outcome.grant;
+    if (outcome.kind === 'expired') return undefined;
+    if (outcome.kind === 'slow-down') {
+      interval += SLOW_DOWN_STEP_S;
+      o.onEvent({ type: 'slow-down', intervalSeconds: interval });
+    } else {
+      o.onEvent({ type: 'waiting', remainingSeconds: Math.max(0, Math.round((expiresAt - o.clock.now()) / 1000)) });
+    }
+  }
+}
+
+function timedOut(ms: number): AgentError {
+  return new AgentError('timeout', `nobody approved the pairing within ${Math.round(ms / 1000)} s; run \`c2c-agent pair\` again (or give --timeout SECONDS)`);
+}
+
+/** A cancelled wait rejects with the signal's reason: pass that through untouched. */
+function asAgentError(err: unknown, signal: AbortSignal): AgentError {
+  if (signal.aborted) throw signal.reason ?? err;
+  return err instanceof AgentError ? err : new AgentError('internal', String(err));
+}

@@ -1,0 +1,110 @@
+// `c2c-agent pair [--json] [--timeout SECONDS]`: device-code pairing. Shows
+// the code (large, with a QR code of the verification URL on a terminal;
+// plain lines elsewhere; JSON Lines with --json, so a camera's own screen can
+// drive the flow), polls until the person approves, stores the credentials
+// durably, verifies them with GET /v2/devices/me and tells a running daemon
+// to use them at once. Ctrl-C or SIGTERM cancels at any step (130 / 143).
+import type { Device } from '../api/types.js';
+import { createServiceApi, type ServiceApi } from '../api/service.js';
+import { getClientId } from '../auth/client-id.js';
+import { readClientSecret } from '../auth/client-secret.js';
+import { fileFromGrant, saveCredentials } from '../auth/credentials-store.js';
+import { pairDevice, type PairingEvent } from '../auth/pairing.js';
+import { loadSettings } from '../config/settings.js';
+import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
+import { SystemClock } from '../lib/clock.js';
+import { AgentError, EXIT, usageError } from '../lib/errors.js';
+import type { CommandContext, CommandOptions } from './command.js';
+import { describeError, fail, printError } from './output.js';
+import { PairReporter } from './pair-report.js';
+import { agentVersion } from './version.js';
+
+export const usage = 'pair [--json] [--timeout SECONDS]';
+export const options = { json: { type: 'boolean' }, timeout: { type: 'string' } } satisfies CommandOptions;
+
+/** Long enough for a person to find the app and type a code a few times over. */
+export const DEFAULT_TIMEOUT_S = 600;
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+function timeoutOf(value: unknown): number {
+  if (value === undefined) return DEFAULT_TIMEOUT_S;
+  const n = typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
+  if (!(n > 0)) throw usageError(`pair: --timeout '${String(value)}' must be a positive number of seconds; run c2c-agent pair --help`);
+  return n;
+}
+
+class Cancelled extends Error {
+  constructor(readonly signal: string) {
+    super(`pairing cancelled (${signal}); nothing was stored`);
+  }
+}
+
+function deviceSummary(d: Device): Record<string, unknown> {
+  return { id: d.id, name: d.name ?? null, status: d.status ?? null, project_id: d.project_id ?? d.project?.id ?? null, project: d.project?.name ?? null };
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  const timeoutS = timeoutOf(ctx.values.timeout);
+  const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
+  const clientSecret = readClientSecret(settings);
+  const { clientId } = await getClientId(settings);
+  const clock = new SystemClock(settings.timeScale);
+  let accessToken: string | undefined;
+  const api: ServiceApi = createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock });
+  const reporter = new PairReporter(ctx.json, clock);
+  const ac = new AbortController();
+  let storing = false;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    // Once the service has issued the tokens, storing them is the only way not to lose the pairing.
+    if (!storing) ac.abort(new Cancelled(sig));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const grant = await pairDevice({
+      oauth: api.oauth,
+      client: { clientId, clientSecret },
+      clock,
+      random: Math.random,
+      signal: ac.signal,
+      timeoutMs: timeoutS * 1000,
+      onEvent: (e: PairingEvent) => reporter.event(e),
+    });
+    storing = true;
+    reporter.status('approved; storing the credentials…');
+    await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock));
+    accessToken = grant.accessToken;
+    const device = (await api.getDevice()).value;
+    const nudge = nudgeDaemon(settings.runtimeDir);
+    const daemon =
+      nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now uses them` : nudge.kind === 'denied' ? `run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) uses them` : 'no daemon runs; start it with `systemctl start c2c-agent`';
+    const warnings = settings.token ? ['C2C_TOKEN is set and takes precedence over the stored credentials; unset it'] : [];
+    reporter.done(
+      { event: 'paired', ok: true, exitCode: EXIT.ok, device: deviceSummary(device), credentials: settings.tokenFile, daemon: nudge.kind, warnings },
+      [
+        `paired: ${device.name ?? '(unnamed)'} (device ${device.id})`,
+        `project: ${device.project?.name ?? '(name not sent)'} (id ${device.project_id ?? device.project?.id ?? 'unknown'})`,
+        `credentials: ${settings.tokenFile}`,
+        `daemon: ${daemon}`,
+        ...warnings.map((w) => `warning: ${w}`),
+      ],
+    );
+    return EXIT.ok;
+  } catch (err) {
+    if (err instanceof Cancelled) {
+      reporter.done({ event: 'failed', ok: false, exitCode: SIGNAL_EXIT[err.signal] ?? 130, error: { kind: 'cancelled', message: err.message } }, []);
+      printError(err.message);
+      return SIGNAL_EXIT[err.signal] ?? 130;
+    }
+    reporter.done({ event: 'failed', ok: false, exitCode: exitOf(err), error: describeError(err) }, []);
+    return fail(err, { json: false });
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    api.close();
+  }
+}
+
+function exitOf(err: unknown): number {
+  return err instanceof AgentError ? err.exitCode : EXIT.internal;
+}

@@ -1,0 +1,92 @@
+// `c2c-agent unpair [--json]`: the "deauthorize" every device must offer.
+// Revokes the authorization at the service (best effort, bounded wait),
+// forgets the credentials here (the file goes, durably) and puts a running
+// daemon into needs-pairing. Offline it still forgets locally, and says that
+// the service keeps listing the device until someone removes it there.
+import { readFileSync } from 'node:fs';
+import { createServiceApi } from '../api/service.js';
+import { getClientId } from '../auth/client-id.js';
+import { readClientSecret } from '../auth/client-secret.js';
+import { parseCredentialsFile } from '../auth/credentials.js';
+import { removeCredentials } from '../auth/credentials-store.js';
+import { loadSettings } from '../config/settings.js';
+import type { Settings } from '../config/types.js';
+import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
+import { SystemClock } from '../lib/clock.js';
+import { AgentError, EXIT } from '../lib/errors.js';
+import type { CommandContext, CommandOptions } from './command.js';
+import { fail, printJson, printLine } from './output.js';
+import { agentVersion } from './version.js';
+
+export const usage = 'unpair [--json]';
+export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+
+/** Revocation is a courtesy to the service: a camera being decommissioned must not hang on it. */
+const REVOKE_TIMEOUT_MS = 10_000;
+
+function storedToken(file: string): string | undefined {
+  try {
+    const creds = parseCredentialsFile(readFileSync(file, 'utf8'), file);
+    // Revoking any token of the unit ends its whole authorization; the refresh token lives longest.
+    return creds?.refreshToken ?? creds?.accessToken;
+  } catch {
+    return undefined;
+  }
+}
+
+/** 'revoked', or why not, as one line for people. */
+async function revoke(settings: Settings, token: string): Promise<{ revoked: boolean; why?: string }> {
+  let clientSecret: string;
+  try {
+    clientSecret = readClientSecret(settings);
+  } catch (err) {
+    return { revoked: false, why: err instanceof Error ? err.message : String(err) };
+  }
+  const { clientId } = await getClientId(settings);
+  const clock = new SystemClock(settings.timeScale);
+  const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => undefined, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock, timeoutMs: REVOKE_TIMEOUT_MS });
+  try {
+    await api.oauth.revoke({ clientId, clientSecret }, token);
+    return { revoked: true };
+  } catch (err) {
+    return { revoked: false, why: err instanceof AgentError ? err.message : String(err) };
+  } finally {
+    api.close();
+  }
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  try {
+    const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
+    const file = settings.tokenFile;
+    const token = storedToken(file);
+    const warnings: string[] = [];
+    let revoked = false;
+    if (token === undefined) {
+      warnings.push(`no credentials in ${file}: nothing to revoke here`);
+    } else if (settings.apiUrl === '') {
+      warnings.push('no API URL configured: forgot the credentials here only; the service still lists the device (remove it in the app)');
+    } else {
+      const r = await revoke(settings, token);
+      revoked = r.revoked;
+      if (!r.revoked) warnings.push(`could not revoke at the service (${r.why}); forgot the credentials here only: the service still lists the device (remove it in the app)`);
+    }
+    const removed = await removeCredentials(file);
+    const nudge = nudgeDaemon(settings.runtimeDir);
+    if (nudge.kind === 'denied') warnings.push(`run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) notices`);
+    if (settings.token) warnings.push('C2C_TOKEN is set: the agent keeps using it until it is unset');
+    if (ctx.json) {
+      printJson({ ok: true, exitCode: EXIT.ok, revoked, removed, credentials: file, daemon: nudge.kind, warnings });
+    } else {
+      printLine(
+        revoked ? 'revoked the authorization at the service' : 'not revoked at the service',
+        removed ? `forgot the credentials (${file})` : `no credentials file (${file})`,
+        nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now needs pairing` : nudge.kind === 'not-running' ? 'no daemon runs' : `daemon pid ${nudge.pid} not told`,
+        ...warnings.map((w) => `warning: ${w}`),
+      );
+    }
+    return EXIT.ok;
+  } catch (err) {
+    return fail(err, { json: ctx.json });
+  }
+}
