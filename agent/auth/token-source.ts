@@ -169,8 +169,14 @@ export class CredentialsTokenSource implements TokenSource {
       // Someone paired or unpaired while we asked: their file wins over our answer.
       if (this.fingerprint() !== before) {
         this.d.logger?.info('credentials file changed during a refresh; using the file');
-        this.reload();
-        return 'refreshed';
+        try {
+          this.reload();
+          return 'refreshed';
+        } catch (err) {
+          // Unpaired meanwhile: the file is gone, and so is the authorization.
+          this.d.onRejected?.(err instanceof Error ? err.message : String(err));
+          return 'refused';
+        }
       }
       try {
         await saveCredentials(this.settings.tokenFile, file);

@@ -5,7 +5,7 @@
 // this call failed", so an installer knows whom to call.
 import { createServiceApi, type ServiceApi } from '../api/service.js';
 import type { ResponseMeta } from '../api/types.js';
-import { loadCredentials } from '../auth/credentials.js';
+import { loadCredentials, type Credentials } from '../auth/credentials.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import { loadSettings } from '../config/settings.js';
 import { SystemClock } from '../lib/clock.js';
@@ -54,8 +54,13 @@ function brokeWhileUp(err: AgentError): AgentError {
 }
 
 /** Re-states a failed GET /v2/devices/me with what GET /health says about the service. */
-async function explain(err: AgentError, api: ServiceApi): Promise<{ err: AgentError; service: string }> {
+async function explain(err: AgentError, api: ServiceApi, creds: Credentials, wallNow: number): Promise<{ err: AgentError; service: string }> {
   const restate = (prefix: string): AgentError => new AgentError(err.kind, `${prefix}: ${err.message}`, err.details);
+  if (err.kind === 'unauthorized' && creds.refreshToken !== undefined && creds.expiresAt !== undefined && Date.parse(creds.expiresAt) <= wallNow) {
+    // check never refreshes: the daemon may be refreshing with the same single-use token right now.
+    const msg = `the access token expired at ${creds.expiresAt}; the daemon renews it with the refresh token while it runs (systemctl start c2c-agent), or run \`c2c-agent pair\``;
+    return { err: new AgentError(err.kind, msg, err.details), service: 'up' };
+  }
   if (err.kind === 'unauthorized' || err.kind === 'forbidden') return { err: restate('unit not authorized'), service: 'up' };
   if (!PROBE_HEALTH.has(err.kind)) return { err, service: 'up' };
   try {
@@ -100,7 +105,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
       if (err.details.rateLimit !== undefined) Object.assign(facts, metaFacts({ rateLimit: err.details.rateLimit, clockOffsetMs: err.details.clockOffsetMs }));
-      const { err: explained, service } = await explain(err, api);
+      const { err: explained, service } = await explain(err, api, creds, clock.wallNow());
       facts.service = service;
       throw explained;
     }

@@ -74,7 +74,14 @@ export async function run(ctx: CommandContext): Promise<number> {
     reporter.status('approved; storing the credentials…');
     await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock));
     accessToken = grant.accessToken;
-    const device = (await api.getDevice()).value;
+    let device: Device;
+    try {
+      device = (await api.getDevice()).value;
+    } catch (err) {
+      // Paired and stored all the same: say so, or the person would pair again for nothing.
+      if (!(err instanceof AgentError)) throw err;
+      throw new AgentError(err.kind, `paired, and the credentials are stored in ${settings.tokenFile}, but verifying them failed: ${err.message}; run \`c2c-agent check\``, err.details);
+    }
     const nudge = nudgeDaemon(settings.runtimeDir);
     const daemon =
       nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now uses them` : nudge.kind === 'denied' ? `run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) uses them` : 'no daemon runs; start it with `systemctl start c2c-agent`';

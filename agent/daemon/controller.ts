@@ -3,37 +3,22 @@
 // HeartbeatScheduler; this file decides what state the outcomes put us in,
 // and logs each change of state once. The wiring around it (files, systemd,
 // signals, the other units) is daemon/main.ts's.
-import type { Clock, Timer } from '../lib/clock.js';
+import type { Timer } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
-import type { Logger } from '../lib/logger.js';
-import type { Device, DeviceApi } from '../api/types.js';
+import type { Device } from '../api/types.js';
 import { CredentialsWatch } from '../auth/credentials-watch.js';
-import type { TokenSource } from '../auth/token-source.js';
+import type { CheckWhy, ControllerDeps } from './controller-deps.js';
 import { describe, guarded } from './abort.js';
 import { pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay, startupRetryDelay } from './check-schedule.js';
 import { HealthProbe, unreachable } from './reachability.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat/scheduler.js';
-import type { AttemptRecord, Bounds } from './heartbeat/policy.js';
+import type { AttemptRecord } from './heartbeat/policy.js';
 import { loopHealthy } from './loop-health.js';
 import type { DaemonUnit } from './unit.js';
 import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 
-export interface ControllerDeps {
-  clock: Clock;
-  random: () => number;
-  logger: Logger;
-  api: DeviceApi;
-  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, refreshed after a 401, its file watched in needs-pairing. */
-  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh'>;
-  bounds: Bounds;
-  lastAttempt?: AttemptRecord | undefined;
-  persistAttempt: (rec: AttemptRecord) => Promise<void>;
-  /** Called on every change worth writing; `transition` is true when the state itself changed. */
-  publish: (snap: DaemonSnapshot, transition: boolean) => void;
-  info: { firmwareVersion: string; profile?: string; agentVersion: string; timeScale: number; pid: number; procStart?: string };
-}
+export type { ControllerDeps } from './controller-deps.js';
 
-type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing';
 
 export class Controller implements DaemonUnit {
   readonly name = 'controller';

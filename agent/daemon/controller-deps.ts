@@ -1,0 +1,26 @@
+// What the controller is given: everything it touches outside itself comes
+// in here, so its tests run it on a FakeClock against a fake API.
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import type { DeviceApi } from '../api/types.js';
+import type { TokenSource } from '../auth/token-source.js';
+import type { AttemptRecord, Bounds } from './heartbeat/policy.js';
+import type { DaemonSnapshot } from './snapshot.js';
+
+export interface ControllerDeps {
+  clock: Clock;
+  random: () => number;
+  logger: Logger;
+  api: DeviceApi;
+  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, refreshed after a 401, its file watched in needs-pairing. */
+  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh'>;
+  bounds: Bounds;
+  lastAttempt?: AttemptRecord | undefined;
+  persistAttempt: (rec: AttemptRecord) => Promise<void>;
+  /** Called on every change worth writing; `transition` is true when the state itself changed. */
+  publish: (snap: DaemonSnapshot, transition: boolean) => void;
+  info: { firmwareVersion: string; profile?: string; agentVersion: string; timeScale: number; pid: number; procStart?: string };
+}
+
+/** Why a device check (GET /v2/devices/me) runs. */
+export type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing';
