@@ -11,7 +11,7 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { oneLine, quote } from '../lib/text.js';
-import { REQUEST_TIMEOUT_MS } from '../lib/timing.js';
+import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../lib/timing.js';
 import { networkError } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
@@ -21,8 +21,6 @@ export const MAX_ERROR_BODY_BYTES = 4096;
 
 // Resolving and connecting are as quick for storage as for the API; the
 // same bounds as the service transport.
-const LOOKUP_TIMEOUT_MS = 5_000;
-const CONNECT_TIMEOUT_MS = 10_000;
 
 export interface StorageClientOptions {
   clock: Clock;
@@ -63,9 +61,7 @@ const HEADER_VALUE = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
 const LOOPBACK = /^(?:localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
 /** "PUT host/path" without the query: the query holds the signature. */
-function describe(url: URL): string {
-  return `PUT ${url.host}${url.pathname}`;
-}
+const describe = (url: URL): string => `PUT ${url.host}${url.pathname}`;
 
 function parseUrl(raw: string): URL {
   let url: URL;
@@ -90,7 +86,7 @@ function parseUrl(raw: string): URL {
 function withoutQuery(text: string, url: URL): string {
   let out = text;
   for (const value of url.searchParams.values()) {
-    if (value.length >= 8) out = out.split(value).join('…');
+    if (value.length >= 8) for (const form of [value, encodeURIComponent(value)]) out = out.split(form).join('…');
   }
   return out;
 }
@@ -216,7 +212,6 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
     const stream: Request = instance.stream.put(url, {
       body,
       headers: { 'content-type': chunk.contentType, 'content-length': String(length), 'x-amz-acl': 'private' },
-      ...(signal ? { signal } : {}),
     });
     let sent = -1;
     stream.on('uploadProgress', (p: { transferred: number }) => {
@@ -226,23 +221,33 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
       }
     });
 
+    // The signal is not handed to got: got drops its abort listener only when
+    // it destroys the request, which a finished exchange has no reason to do
+    // (the socket goes back to the pool), and one signal may serve thousands
+    // of chunks.
     return new Promise((resolve, reject) => {
       let settled = false;
+      const onAbort = (): void => fail(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
       const elapsed = (): number => Math.round(clock.now() - started);
-      const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
-        if (settled) return;
+      const settle = (): boolean => {
+        if (settled) return false;
         settled = true;
-        // A 2xx body we stopped reading leaves the socket unusable; a 2xx
-        // before the whole body went out means nothing more is wanted.
-        if (!whole || stream.uploadProgress.percent < 1) stream.destroy();
+        signal?.removeEventListener('abort', onAbort);
+        return true;
+      };
+      const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
+        if (!settle()) return;
+        if (!whole) stream.destroy(); // a 2xx body we stopped reading leaves the socket unusable
         logger?.debug({ ...log, status: value.status, durationMs: elapsed() }, 'storage put');
         resolve(value);
       };
       const fail = (err: unknown): void => {
-        if (settled) return;
-        settled = true;
-        // A storage error can come before the whole body went out: stop sending.
+        if (!settle()) return;
+        // A storage error can come before the whole body went out: stop sending,
+        // and close the caller's stream now rather than when pipeline gets to it.
         stream.destroy();
+        if (!Buffer.isBuffer(chunk.body)) (chunk.body as Partial<Readable>).destroy?.();
         const d = err instanceof AgentError ? err.details : {};
         logger?.debug({ ...log, status: d.status, code: d.code, sent: Math.max(0, sent), durationMs: elapsed() }, 'storage put failed');
         reject(err);

@@ -11,7 +11,7 @@ import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
-import { REQUEST_TIMEOUT_MS } from '../lib/timing.js';
+import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
 import { errorForStatus, networkError } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
@@ -92,10 +92,10 @@ const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
 function phaseTimeouts(totalAgentMs: number, scale: number): Record<string, number> {
   const real = (ms: number): number => Math.max(1, Math.round(Math.min(ms, totalAgentMs) / scale));
   return {
-    lookup: real(5_000),
-    connect: real(10_000),
-    secureConnect: real(10_000),
-    send: real(10_000),
+    lookup: real(LOOKUP_TIMEOUT_MS),
+    connect: real(CONNECT_TIMEOUT_MS),
+    secureConnect: real(CONNECT_TIMEOUT_MS),
+    send: real(SEND_TIMEOUT_MS),
     response: real(totalAgentMs),
     request: real(totalAgentMs),
   };

@@ -7,6 +7,11 @@
 
 /** The service fails any request it cannot finish in 30 s: never wait longer for an answer. */
 export const REQUEST_TIMEOUT_MS = 30_000;
+/** Phases of any connection, to the service or to storage: a name lookup, a TCP or TLS handshake. */
+export const LOOKUP_TIMEOUT_MS = 5_000;
+export const CONNECT_TIMEOUT_MS = 10_000;
+/** Sending a request to the service (small bodies: a form, a JSON document). */
+export const SEND_TIMEOUT_MS = 10_000;
 /** Our hard stop on a request, in case the client's own timeout does not fire. */
 export const ATTEMPT_GUARD_MS = REQUEST_TIMEOUT_MS + 5_000;
 
