@@ -40,6 +40,7 @@ export async function pairDevice(o: PairingOptions): Promise<TokenGrant> {
   let codes = 0;
   let failures = 0;
   for (;;) {
+    if (codes > 0 && remaining() <= 0) throw timedOut(o.timeoutMs);
     let code: DeviceCode;
     try {
       code = await o.oauth.requestDeviceCode(o.client, o.signal);
@@ -47,7 +48,8 @@ export async function pairDevice(o: PairingOptions): Promise<TokenGrant> {
     } catch (err) {
       const e = asAgentError(err, o.signal);
       // The first code failing is reported as it is: the installer is standing there.
-      if (codes === 0 || !transient(e) || remaining() <= 0) throw e;
+      if (codes === 0 || !transient(e)) throw e;
+      if (remaining() <= 0) throw timedOut(o.timeoutMs);
       o.onEvent({ type: 'retrying', error: e });
       await sleep(o.clock, Math.min(remaining(), backoffDelay({ baseMs: 2_000, capMs: 30_000, floorMs: 1_000 }, ++failures, o.random)), o.signal);
       continue;

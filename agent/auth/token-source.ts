@@ -158,7 +158,13 @@ export class CredentialsTokenSource implements TokenSource {
       grant = await this.d.oauth.refresh(client, c.refreshToken);
     } catch (err) {
       const e = err instanceof AgentError ? err : new AgentError('internal', String(err));
-      if (e.kind === 'unauthorized' || e.kind === 'forbidden') return this.refused(e);
+      if (e.kind === 'unauthorized' || e.kind === 'forbidden') {
+        // Re-paired meanwhile (which revokes the old tokens): the refusal is about
+        // credentials nobody uses any more. The new ones win.
+        if (this.creds !== c) return 'refreshed';
+        if (this.fingerprint !== undefined && this.fingerprint() !== before) return this.reloadAfterChange();
+        return this.refused(e);
+      }
       this.failures++;
       this.d.logger?.warn({ err: e.message, failures: this.failures }, `token refresh failed (${why}); retrying with backoff`);
       this.arm();
@@ -167,17 +173,7 @@ export class CredentialsTokenSource implements TokenSource {
     const file = fileFromGrant(grant, this.d.clock);
     if (this.fingerprint !== undefined) {
       // Someone paired or unpaired while we asked: their file wins over our answer.
-      if (this.fingerprint() !== before) {
-        this.d.logger?.info('credentials file changed during a refresh; using the file');
-        try {
-          this.reload();
-          return 'refreshed';
-        } catch (err) {
-          // Unpaired meanwhile: the file is gone, and so is the authorization.
-          this.d.onRejected?.(err instanceof Error ? err.message : String(err));
-          return 'refused';
-        }
-      }
+      if (this.fingerprint() !== before) return this.reloadAfterChange();
       try {
         await saveCredentials(this.settings.tokenFile, file);
       } catch (err) {
@@ -192,6 +188,19 @@ export class CredentialsTokenSource implements TokenSource {
     this.d.logger?.info({ why, expiresInSeconds: grant.expiresInSeconds }, 'access token refreshed');
     this.arm();
     return 'refreshed';
+  }
+
+  /** The file changed while a refresh was under way (a pairing, an unpairing): the file wins. */
+  private reloadAfterChange(): RefreshResult {
+    this.d.logger?.info('credentials file changed during a refresh; using the file');
+    try {
+      this.reload();
+      return 'refreshed';
+    } catch (err) {
+      // Unpaired meanwhile: the file is gone, and so is the authorization.
+      this.d.onRejected?.(err instanceof Error ? err.message : String(err));
+      return 'refused';
+    }
   }
 
   private refused(e: AgentError): RefreshResult {

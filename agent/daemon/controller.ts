@@ -40,8 +40,10 @@ export class Controller implements DaemonUnit {
   private credsWatch: CredentialsWatch | undefined;
   private checkFailures = 0;
   private heartbeat401 = 0;
-  /** A refresh was tried since the last accepted call: a refusal now is final. */
+  /** A refresh answered a 401 and no heartbeat has been accepted since: another 401 is final. */
   private refreshedSince401 = false;
+  /** Agent-monotonic end of the latest refresh, and whether one is under way: a 401 to a request sent before it says nothing about the new token. */
+  private refresh: { doneAt: number; running: boolean } = { doneAt: -Infinity, running: false };
   private stopped = false;
 
   constructor(private readonly d: ControllerDeps) {}
@@ -152,7 +154,8 @@ export class Controller implements DaemonUnit {
     if (this.stopped || this.checking) return;
     this.clearCheckTimer();
     const ac = new AbortController();
-    this.checking = { ac, since: this.d.clock.now() };
+    const sentAt = this.d.clock.now();
+    this.checking = { ac, since: sentAt };
     let device: Device | undefined;
     let error: AgentError | undefined;
     try {
@@ -165,7 +168,7 @@ export class Controller implements DaemonUnit {
     if (this.stopped) return;
     if (device) return this.checked(device, why);
     const e = error as AgentError;
-    if (e.kind === 'unauthorized') return this.unauthorized(e, why);
+    if (e.kind === 'unauthorized') return this.unauthorized(e, why, sentAt);
     if (e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
     if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
     if (e.kind === 'protocol' && e.status !== undefined && e.status >= 200 && e.status < 300) return this.checkedUnreadable(e, why);
@@ -201,7 +204,6 @@ export class Controller implements DaemonUnit {
     }
     this.checkFailures = 0;
     this.probeUsed = false;
-    this.refreshedSince401 = false;
     this.credsWatch?.stop();
     const paused = this.device?.status === 'paused';
     if (paused) this.setState('paused', 'the service says the device is paused');
@@ -240,6 +242,7 @@ export class Controller implements DaemonUnit {
     const e = o.error;
     if (o.result === 'ok') {
       this.heartbeat401 = 0;
+      this.refreshedSince401 = false;
       if (this.device?.status === 'paused') this.setState('paused', 'the service says the device is paused');
       else this.setState('online', 'heartbeat accepted');
     } else if (o.result === 'paused') {
@@ -249,7 +252,7 @@ export class Controller implements DaemonUnit {
       this.setState('rate-limited', describe(e));
     } else if (e && (e.kind === 'unauthorized' || e.kind === 'forbidden')) {
       void this.stopHeartbeats();
-      void this.unauthorized(e, 'heartbeat');
+      void this.unauthorized(e, 'heartbeat', o.startedAt);
       return;
     } else {
       this.setState('offline', describe(e));
@@ -270,10 +273,17 @@ export class Controller implements DaemonUnit {
    * so a 401 can never become a loop. Without a refresh token (C2C_TOKEN)
    * one GET /v2/devices/me confirms a heartbeat's 401 first.
    */
-  private async unauthorized(e: AgentError, why: CheckWhy | 'heartbeat'): Promise<void> {
+  private async unauthorized(e: AgentError, why: CheckWhy | 'heartbeat', sentAt: number): Promise<void> {
+    // Sent with a token a refresh has replaced since (or is replacing): ask again with the new one.
+    if (this.refresh.running || sentAt < this.refresh.doneAt) {
+      // Shares the refresh under way (never starts another: each one spends a refresh token).
+      if (this.refresh.running) await this.d.tokens.refresh('a request with the previous token was refused').catch(() => undefined);
+      return void this.check('confirm');
+    }
     if (this.refreshedSince401) return this.enterNeedsPairing(e.message);
     this.refreshedSince401 = true;
     let result;
+    this.refresh.running = true;
     try {
       result = await this.d.tokens.refresh(`the service answered 401 (${why})`);
     } catch (err) {
@@ -285,6 +295,8 @@ export class Controller implements DaemonUnit {
       this.setState('offline', `token refresh failed: ${describe(fail)}`);
       this.armCheck('confirm', startupRetryDelay(fail, this.checkFailures, this.d.random));
       return this.publish(false);
+    } finally {
+      this.refresh = { running: false, doneAt: this.d.clock.now() };
     }
     if (this.stopped || result === 'refused') return; // tokensRejected() has put us in needs-pairing
     if (result === 'refreshed') return void this.check('confirm');

@@ -18,6 +18,8 @@ export interface Clock {
   readonly scale: number;
 }
 
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 /**
  * Production clock: CLOCK_MONOTONIC scaled by `scale` (--time-scale).
  * process.hrtime is the same monotonic clock as performance.now() but with a
@@ -36,7 +38,13 @@ export class SystemClock implements Clock {
   }
 
   setTimer(fn: () => void, ms: number): Timer {
-    const handle = setTimeout(fn, Math.max(0, ms / this.scale));
+    // setTimeout fires at once for delays past 2^31-1 ms (~24.8 days): chain shorter ones.
+    let handle: NodeJS.Timeout;
+    const arm = (realMs: number): void => {
+      const step = Math.min(realMs, MAX_TIMEOUT_MS);
+      handle = setTimeout(() => (realMs > step ? arm(realMs - step) : fn()), step);
+    };
+    arm(Math.max(0, ms / this.scale));
     return { cancel: () => clearTimeout(handle) };
   }
 }
