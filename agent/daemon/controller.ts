@@ -14,6 +14,7 @@ import { HealthProbe, unreachable } from './reachability.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat/scheduler.js';
 import type { AttemptRecord } from './heartbeat/policy.js';
 import { loopHealthy } from './loop-health.js';
+import { Reauthorization } from './reauthorization.js';
 import type { DaemonUnit } from './unit.js';
 import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 
@@ -39,11 +40,7 @@ export class Controller implements DaemonUnit {
   private checking: { ac: AbortController; since: number } | undefined;
   private credsWatch: CredentialsWatch | undefined;
   private checkFailures = 0;
-  private heartbeat401 = 0;
-  /** A refresh answered a 401 and no heartbeat has been accepted since: another 401 is final. */
-  private refreshedSince401 = false;
-  /** Agent-monotonic end of the latest refresh, and whether one is under way: a 401 to a request sent before it says nothing about the new token. */
-  private refresh: { doneAt: number; running: boolean } = { doneAt: -Infinity, running: false };
+  private reauth!: Reauthorization;
   private stopped = false;
 
   constructor(private readonly d: ControllerDeps) {}
@@ -52,6 +49,12 @@ export class Controller implements DaemonUnit {
     this.started = this.moment();
     this.since = this.started;
     this.lastAttempt = this.d.lastAttempt;
+    this.reauth = new Reauthorization(this.d.tokens, this.d.clock, {
+      recheck: () => void this.check('confirm'),
+      needsPairing: (reason) => this.enterNeedsPairing(reason),
+      cannotRefresh: (fail) => this.cannotRefresh(fail),
+      stopped: () => this.stopped,
+    });
     const print = this.d.tokens.fingerprint;
     this.credsWatch = print && new CredentialsWatch(this.d.clock, print, () => this.credentialsChanged());
     this.probe = new HealthProbe(this.d.clock, this.d.random, (s) => this.d.api.health(s), () => {
@@ -168,7 +171,7 @@ export class Controller implements DaemonUnit {
     if (this.stopped) return;
     if (device) return this.checked(device, why);
     const e = error as AgentError;
-    if (e.kind === 'unauthorized') return this.unauthorized(e, why, sentAt);
+    if (e.kind === 'unauthorized') return this.reauth.unauthorized(e, why, sentAt);
     if (e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
     if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
     if (e.kind === 'protocol' && e.status !== undefined && e.status >= 200 && e.status < 300) return this.checkedUnreadable(e, why);
@@ -241,8 +244,7 @@ export class Controller implements DaemonUnit {
     this.lastBeat = o;
     const e = o.error;
     if (o.result === 'ok') {
-      this.heartbeat401 = 0;
-      this.refreshedSince401 = false;
+      this.reauth.heartbeatAccepted();
       if (this.device?.status === 'paused') this.setState('paused', 'the service says the device is paused');
       else this.setState('online', 'heartbeat accepted');
     } else if (o.result === 'paused') {
@@ -252,7 +254,7 @@ export class Controller implements DaemonUnit {
       this.setState('rate-limited', describe(e));
     } else if (e && (e.kind === 'unauthorized' || e.kind === 'forbidden')) {
       void this.stopHeartbeats();
-      void this.unauthorized(e, 'heartbeat', o.startedAt);
+      void this.reauth.unauthorized(e, 'heartbeat', o.startedAt);
       return;
     } else {
       this.setState('offline', describe(e));
@@ -267,49 +269,17 @@ export class Controller implements DaemonUnit {
     this.enterNeedsPairing(reason);
   }
 
-  /**
-   * A 401: refresh once, then verify with GET /v2/devices/me. A refusal of
-   * the refresh, or a 401 again after a good refresh, ends in needs-pairing,
-   * so a 401 can never become a loop. Without a refresh token (C2C_TOKEN)
-   * one GET /v2/devices/me confirms a heartbeat's 401 first.
-   */
-  private async unauthorized(e: AgentError, why: CheckWhy | 'heartbeat', sentAt: number): Promise<void> {
-    // Sent with a token a refresh has replaced since (or is replacing): ask again with the new one.
-    if (this.refresh.running || sentAt < this.refresh.doneAt) {
-      // Shares the refresh under way (never starts another: each one spends a refresh token).
-      if (this.refresh.running) await this.d.tokens.refresh('a request with the previous token was refused').catch(() => undefined);
-      return void this.check('confirm');
-    }
-    if (this.refreshedSince401) return this.enterNeedsPairing(e.message);
-    this.refreshedSince401 = true;
-    let result;
-    this.refresh.running = true;
-    try {
-      result = await this.d.tokens.refresh(`the service answered 401 (${why})`);
-    } catch (err) {
-      // The service could not be asked: the token may be fine. Try the check again later.
-      this.refreshedSince401 = false;
-      if (this.stopped) return;
-      this.checkFailures++;
-      const fail = err instanceof AgentError ? err : new AgentError('internal', String(err));
-      this.setState('offline', `token refresh failed: ${describe(fail)}`);
-      this.armCheck('confirm', startupRetryDelay(fail, this.checkFailures, this.d.random));
-      return this.publish(false);
-    } finally {
-      this.refresh = { running: false, doneAt: this.d.clock.now() };
-    }
-    if (this.stopped || result === 'refused') return; // tokensRejected() has put us in needs-pairing
-    if (result === 'refreshed') return void this.check('confirm');
-    if (why === 'heartbeat' && ++this.heartbeat401 < 2) {
-      this.refreshedSince401 = false;
-      return void this.check('confirm');
-    }
-    this.enterNeedsPairing(e.message);
+  /** The token may be fine but could not be refreshed (the network): check again later. */
+  private cannotRefresh(fail: AgentError): void {
+    this.checkFailures++;
+    this.setState('offline', `token refresh failed: ${describe(fail)}`);
+    this.armCheck('confirm', startupRetryDelay(fail, this.checkFailures, this.d.random));
+    this.publish(false);
   }
 
   private enterNeedsPairing(reason: string): void {
     void this.stopHeartbeats();
-    this.heartbeat401 = 0;
+    this.reauth.needsPairing();
     this.setState('needs-pairing', reason);
     this.armCheck('pairing', pairingCheckDelay(this.d.random));
     this.credsWatch?.start();
