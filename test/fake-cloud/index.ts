@@ -5,6 +5,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { CloudState, makeClock, secret } from './state.js';
+import type { TokenState } from './state.js';
 import { RateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import { Referee } from './referee.js';
@@ -25,6 +26,7 @@ export type { Fault, FaultKind } from './faults.js';
 export type { JournalEntry } from './pipeline.js';
 export type { RefereeReport } from './referee.js';
 export type { AssetView } from './uploads.js';
+export type { TokenState } from './state.js';
 
 export interface FakeCloudOptions {
   /** Seeded, paired devices (default 1). */
@@ -97,6 +99,8 @@ export interface FakeCloud {
   /** Device id paired for a client_id, if any. */
   deviceIdForClient(clientId: string): string | undefined;
   asset(assetId: string): AssetView | undefined;
+  /** Test-only: what the fake would make of an access or refresh token now (never logged, never recorded). */
+  tokenState(token: string): TokenState;
   control: FakeCloudControl;
   close(): Promise<void>;
 }
@@ -231,6 +235,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     device: (id) => state.deviceJson(id),
     deviceIdForClient: (clientId) => state.byClientId.get(clientId),
     asset: (id) => uploads.view(id),
+    tokenState: (token) => state.tokenState(token),
     control,
     close: async () => {
       if (closing) return;

@@ -73,6 +73,8 @@ export interface IssuedTokens {
   scope: string;
 }
 
+export type TokenState = 'valid' | 'used' | 'revoked' | 'expired' | 'unknown';
+
 export type BearerCheck = { deviceId?: string; valid: boolean };
 
 export function secret(prefix: string): string {
@@ -152,6 +154,19 @@ export class CloudState {
     const authorized = d !== undefined && (d.authorizationExpiresAt === undefined || now < d.authorizationExpiresAt);
     const valid = rec.kind === 'access' && !rec.revoked && now < rec.expiresAt && authorized;
     return { deviceId: rec.deviceId, valid };
+  }
+
+  /**
+   * Test-only introspection: what the fake would make of this token now.
+   * 'unknown' (never issued), 'revoked', 'used' (a refresh token already
+   * presented), 'expired', else 'valid'; checked in that order.
+   */
+  tokenState(token: string): TokenState {
+    const rec = this.tokens.get(token);
+    if (!rec) return 'unknown';
+    if (rec.revoked) return 'revoked';
+    if (rec.used) return 'used';
+    return this.clock.now() >= rec.expiresAt ? 'expired' : 'valid';
   }
 
   revokeDevice(deviceId: string): void {
