@@ -95,7 +95,7 @@ async function pollUntilDone(o: PairingOptions, deviceCode: string, intervalS: n
 }
 
 function timedOut(ms: number): AgentError {
-  return new AgentError('timeout', `nobody approved the pairing within ${Math.round(ms / 1000)} s; run \`c2c-agent pair\` again (or give --timeout SECONDS)`);
+  return new AgentError('timeout', `nobody approved the pairing within ${Number((ms / 1000).toPrecision(3))} s; run \`c2c-agent pair\` again (or give --timeout SECONDS)`);
 }
 
 /** A cancelled wait rejects with the signal's reason: pass that through untouched. */

@@ -74,6 +74,8 @@ export class CredentialsTokenSource implements TokenSource {
   private running = false;
   /** The file a refusal came from: reloading it again would only be refused again. */
   private rejected: string | undefined;
+  /** The fingerprint of the file `creds` came from (or were last saved to): what a refusal is about. */
+  private loadedPrint: string | undefined;
   readonly fingerprint: (() => string | undefined) | undefined;
 
   constructor(
@@ -94,6 +96,7 @@ export class CredentialsTokenSource implements TokenSource {
     }
     this.rejected = undefined;
     this.creds = loadCredentials(this.settings, (m) => this.d.logger?.warn(m));
+    this.loadedPrint = print;
     this.obtainedAt = this.estimateObtained(this.creds);
     this.failures = 0;
     this.arm();
@@ -152,7 +155,7 @@ export class CredentialsTokenSource implements TokenSource {
     const c = this.creds;
     const client = await this.d.client?.();
     if (!c?.refreshToken || !this.d.oauth || client === undefined) return 'unavailable';
-    const before = this.fingerprint?.();
+    const before = this.loadedPrint;
     let grant;
     try {
       grant = await this.d.oauth.refresh(client, c.refreshToken);
@@ -176,6 +179,7 @@ export class CredentialsTokenSource implements TokenSource {
       if (this.fingerprint() !== before) return this.reloadAfterChange();
       try {
         await saveCredentials(this.settings.tokenFile, file);
+        this.loadedPrint = this.fingerprint();
       } catch (err) {
         // The old refresh token is spent: the new pair is the only one that works, so use it
         // from memory. A restart before the next successful save will need pairing.
@@ -207,7 +211,7 @@ export class CredentialsTokenSource implements TokenSource {
     const reason = `needs pairing: the service refused the refresh token (${e.details.code ?? e.details.status ?? e.kind}); run \`c2c-agent pair\``;
     this.d.logger?.warn({ code: e.details.code, status: e.details.status }, reason);
     this.creds = undefined;
-    this.rejected = this.fingerprint?.();
+    this.rejected = this.loadedPrint;
     this.timer?.cancel();
     this.timer = undefined;
     this.d.onRejected?.(reason);

@@ -15,7 +15,7 @@ import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import type { CommandContext, CommandOptions } from './command.js';
-import { describeError, fail, printError } from './output.js';
+import { describeError, fail, printError, printJsonLine } from './output.js';
 import { PairReporter } from './pair-report.js';
 import { agentVersion } from './version.js';
 
@@ -44,14 +44,6 @@ function deviceSummary(d: Device): Record<string, unknown> {
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
-  const timeoutS = timeoutOf(ctx.values.timeout);
-  const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
-  const clientSecret = readClientSecret(settings);
-  const { clientId } = await getClientId(settings);
-  const clock = new SystemClock(settings.timeScale);
-  let accessToken: string | undefined;
-  const api: ServiceApi = createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock });
-  const reporter = new PairReporter(ctx.json, clock);
   const ac = new AbortController();
   let storing = false;
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -60,7 +52,18 @@ export async function run(ctx: CommandContext): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  let reporter: PairReporter | undefined;
+  let api: ServiceApi | undefined;
   try {
+    const timeoutS = timeoutOf(ctx.values.timeout);
+    const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
+    const clientSecret = readClientSecret(settings);
+    const { clientId } = await getClientId(settings);
+    const clock = new SystemClock(settings.timeScale);
+    let accessToken: string | undefined;
+    api = createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock });
+    reporter = new PairReporter(ctx.json, clock);
+    const shown = reporter;
     const grant = await pairDevice({
       oauth: api.oauth,
       client: { clientId, clientSecret },
@@ -68,12 +71,15 @@ export async function run(ctx: CommandContext): Promise<number> {
       random: Math.random,
       signal: ac.signal,
       timeoutMs: timeoutS * 1000,
-      onEvent: (e: PairingEvent) => reporter.event(e),
+      onEvent: (e: PairingEvent) => shown.event(e),
     });
     storing = true;
     reporter.status('approved; storing the credentials…');
     await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock));
     accessToken = grant.accessToken;
+    // The daemon hears of the new pair first: the old one was revoked by this pairing,
+    // whatever the verification below says.
+    const nudge = nudgeDaemon(settings.runtimeDir);
     let device: Device;
     try {
       device = (await api.getDevice()).value;
@@ -82,7 +88,6 @@ export async function run(ctx: CommandContext): Promise<number> {
       if (!(err instanceof AgentError)) throw err;
       throw new AgentError(err.kind, `paired, and the credentials are stored in ${settings.tokenFile}, but verifying them failed: ${err.message}; run \`c2c-agent check\``, err.details);
     }
-    const nudge = nudgeDaemon(settings.runtimeDir);
     const daemon =
       nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now uses them` : nudge.kind === 'denied' ? `run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) uses them` : 'no daemon runs; start it with `systemctl start c2c-agent`';
     const warnings = settings.token ? ['C2C_TOKEN is set and takes precedence over the stored credentials; unset it'] : [];
@@ -98,17 +103,22 @@ export async function run(ctx: CommandContext): Promise<number> {
     );
     return EXIT.ok;
   } catch (err) {
-    if (err instanceof Cancelled) {
-      reporter.done({ event: 'failed', ok: false, exitCode: SIGNAL_EXIT[err.signal] ?? 130, error: { kind: 'cancelled', message: err.message } }, []);
+    const cancelled = err instanceof Cancelled;
+    const exitCode = cancelled ? (SIGNAL_EXIT[err.signal] ?? 130) : exitOf(err);
+    const error = cancelled ? { kind: 'cancelled', message: err.message } : describeError(err);
+    const last = { event: 'failed', ok: false, exitCode, error };
+    // --json promises a failed event as the last line, setup errors (a bad secret file) included.
+    if (reporter) reporter.done(last, []);
+    else if (ctx.json) printJsonLine(last);
+    if (cancelled) {
       printError(err.message);
-      return SIGNAL_EXIT[err.signal] ?? 130;
+      return exitCode;
     }
-    reporter.done({ event: 'failed', ok: false, exitCode: exitOf(err), error: describeError(err) }, []);
     return fail(err, { json: false });
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
-    api.close();
+    api?.close();
   }
 }
 
