@@ -2,6 +2,7 @@
 // instance) and the endpoint groups built on it. Device calls sit at the top
 // level because every command and the daemon use them; other groups are
 // properties, added as the features that need them land.
+import { channelEndpoints, type ChannelEndpoints } from './channels.js';
 import { deviceEndpoints, type DeviceEndpoints } from './device.js';
 import { oauthEndpoints, type OAuthEndpoints } from './oauth.js';
 import { createTransport, type Transport, type TransportOptions } from './transport.js';
@@ -11,6 +12,7 @@ export interface ServiceApi extends DeviceEndpoints {
   readonly transport: Transport;
   /** Pairing, refresh and revoke: form posts without the bearer token. */
   readonly oauth: OAuthEndpoints;
+  readonly channels: ChannelEndpoints;
   /** Meta of the most recent answer (rate limits, clock offset), for status reports. */
   readonly lastMeta: ResponseMeta | undefined;
   /** Drops kept-alive sockets. */
@@ -23,6 +25,7 @@ export function createServiceApi(options: TransportOptions): ServiceApi {
     ...deviceEndpoints(transport),
     transport,
     oauth: oauthEndpoints(transport),
+    channels: channelEndpoints(transport),
     get lastMeta() {
       return transport.lastMeta;
     },

@@ -6,7 +6,7 @@
 // has no last_seen_at): null is read as absent and dropped from the result,
 // so no code downstream meets a null where the type promises a string.
 import { AgentError } from '../lib/errors.js';
-import type { Device } from './types.js';
+import type { Device, DeviceChannel } from './types.js';
 
 type Rec = Record<string, unknown>;
 
@@ -79,14 +79,8 @@ export function validateDevice(value: unknown, what: string): Device {
   const channels = d.channels;
   if (channels !== undefined) {
     if (!Array.isArray(channels)) c.fail('channels', channels, 'an array');
-    d.channels = channels.map((ch: unknown, i) => {
-      const rec = { ...c.record(ch, `channels[${i}]`) };
-      c.requiredString(rec, 'id', `channels[${i}].`);
-      c.optionalString(rec, 'name', `channels[${i}].`);
-      c.optionalString(rec, 'asset_type', `channels[${i}].`);
-      c.optionalString(rec, 'status', `channels[${i}].`);
-      return rec;
-    });
+    // One validator for a channel wherever it comes from (a listing here, a connect's answer).
+    d.channels = channels.map((ch: unknown, i) => validateChannel(ch, what, `channels[${i}].`));
   }
 
   const auth = c.optionalRecord(d, 'authorization');
@@ -109,4 +103,30 @@ export function validateHealth(value: unknown, what: string): { status: string }
   const r = { ...c.record(value, '(body)') };
   c.requiredString(r, 'status');
   return r as { status: string };
+}
+
+/**
+ * A DeviceChannel as the service sends it: unknown fields kept, null
+ * optional fields dropped (read as absent), a known field of the wrong type
+ * a protocol error naming it. `external_index` is checked because the agent
+ * matches channels by it. `prefix` names the place in a larger record
+ * ('channels[2].'), for checking the entries of GET /v2/devices/me.
+ */
+export function validateChannel(value: unknown, what: string, prefix = ''): DeviceChannel {
+  const fail = (field: string, v: unknown, expected: string): never => {
+    throw new AgentError('protocol', `${what}: field '${field}' is ${typeName(v)}, expected ${expected}`, { source: what });
+  };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) fail(prefix === '' ? '(body)' : prefix.replace(/\.$/, ''), value, 'an object');
+  const ch: Rec = { ...(value as Rec) };
+  if (typeof ch.id !== 'string') fail(`${prefix}id`, ch.id, 'a string');
+  if (ch.id === '') fail(`${prefix}id`, ch.id, 'a non-empty string');
+  for (const key of ['name', 'asset_type', 'status']) {
+    if (ch[key] === null) delete ch[key];
+    else if (ch[key] !== undefined && typeof ch[key] !== 'string') fail(prefix + key, ch[key], 'a string');
+  }
+  if (ch.external_index === null) delete ch.external_index;
+  else if (ch.external_index !== undefined && (typeof ch.external_index !== 'number' || !Number.isFinite(ch.external_index))) {
+    fail(`${prefix}external_index`, ch.external_index, 'a number');
+  }
+  return ch as DeviceChannel;
 }

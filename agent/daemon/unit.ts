@@ -14,4 +14,6 @@ export interface DaemonUnit {
   stop(): Promise<void>;
   /** Every change the controller publishes; `transition` is true when the state itself changed. */
   onSnapshot?(snap: DaemonSnapshot, transition: boolean): void;
+  /** Facts for status.json beside the controller's snapshot (no secrets): `{ channels: {...} }`. */
+  report?(): Record<string, unknown>;
 }
