@@ -24,6 +24,7 @@ export interface SettingsOptions {
   hostRoot?: string;
   timeScale?: string;
   logLevel?: string;
+  queueMaxBytes?: string;
 }
 
 export interface LoadSettingsOptions {
@@ -51,6 +52,7 @@ const TABLE: Record<Key, { flag: string; env: string; configKey?: string; isPath
   hostRoot: { flag: '--host-root', env: 'C2C_HOST_ROOT', configKey: 'hostRoot', isPath: true },
   timeScale: { flag: '--time-scale', env: 'C2C_TIME_SCALE' },
   logLevel: { flag: '--log-level', env: 'C2C_LOG_LEVEL', configKey: 'logLevel' },
+  queueMaxBytes: { flag: '--queue-max-bytes', env: 'C2C_QUEUE_MAX_BYTES', configKey: 'queueMaxBytes' },
 };
 
 /** Command-line flag for each settings option, for the CLI's shared parser. */
@@ -173,6 +175,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
     throw configError(`log level ${quote(logLevel)} from ${sources.logLevel} is not one of ${LOG_LEVELS.join(', ')}`, sources.logLevel);
   }
 
+  const queueMaxBytes = resolveQueueMax(find('queueMaxBytes'), sources);
   const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
   const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
 
@@ -198,6 +201,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
     hostRoot,
     timeScale,
     logLevel,
+    queueMaxBytes,
     sources,
   };
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
@@ -240,6 +244,20 @@ function resolveApiUrl(found: Found | undefined, configFile: string, required: b
   if (url.protocol === 'http:' && isLoopbackUrl(url)) return normalised;
   const why = url.protocol === 'http:' ? 'http:// is allowed only for loopback hosts (127.0.0.0/8, ::1, localhost)' : 'it must start with https://';
   throw configError(`API URL ${quote(found.value)} from ${found.source} is refused: ${why}`, found.source);
+}
+
+/** The outbox's flash budget: the default suits an SD card; below 64 KiB a single upload job would not fit. */
+export const DEFAULT_QUEUE_MAX_BYTES = 4 * 1024 * 1024;
+const MIN_QUEUE_MAX_BYTES = 64 * 1024;
+
+function resolveQueueMax(found: Found | undefined, sources: Record<string, string>): number {
+  sources.queueMaxBytes = found?.source ?? 'default';
+  if (found === undefined) return DEFAULT_QUEUE_MAX_BYTES;
+  const n = /^\s*\d+\s*$/.test(found.value) ? Number(found.value) : NaN;
+  if (!Number.isSafeInteger(n) || n < MIN_QUEUE_MAX_BYTES) {
+    throw configError(`queue size ${quote(found.value)} from ${found.source} must be a whole number of bytes, at least ${MIN_QUEUE_MAX_BYTES}`, found.source);
+  }
+  return n;
 }
 
 function resolveTimeScale(found: Found | undefined, apiUrl: string, sources: Record<string, string>): number {

@@ -20,6 +20,8 @@ export interface Settings {
   hostRoot: string;
   timeScale: number;
   logLevel: string;
+  /** The outbox's cap on flash, bytes. */
+  queueMaxBytes: number;
   /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
   sources: Record<string, string>;
 }

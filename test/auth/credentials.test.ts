@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadCredentials } from '../../agent/auth/credentials.js';
 import type { Settings } from '../../agent/config/types.js';
+import { settingsIn } from '../support/auth-fixtures.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { scrub } from '../../agent/lib/secrets.js';
 
@@ -14,20 +15,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function settings(extra: Partial<Settings>): Settings {
-  return {
-    configFile: '/none',
-    apiUrl: 'http://127.0.0.1:1',
-    tokenFile: path.join(dir, 'missing.json'),
-    firmwareVersion: '1.0.0',
-    stateDir: dir,
-    runtimeDir: dir,
-    profilesDir: dir,
-    hostRoot: '/',
-    timeScale: 1,
-    logLevel: 'info',
-    sources: {},
-    ...extra,
-  };
+  return settingsIn(dir, { tokenFile: path.join(dir, 'missing.json'), configFile: '/none', profilesDir: dir, ...extra });
 }
 
 function file(name: string, content: string, mode = 0o600): string {

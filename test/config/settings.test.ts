@@ -82,6 +82,14 @@ describe('precedence: option > environment > config > default', () => {
     expect(load({}, { C2C_CONFIG: both, C2C_FIRMWARE_VERSION: '2.0.0' }).firmwareVersion).toBe('2.0.0');
   });
 
+  it('queue size: default, from each source, and refused below the minimum or when not a whole number', () => {
+    expect(load({ apiUrl: 'https://a.example' }).queueMaxBytes).toBe(4 * 1024 * 1024);
+    expect(load({ apiUrl: 'https://a.example', queueMaxBytes: '1048576' }).queueMaxBytes).toBe(1048576);
+    expect(load({ apiUrl: 'https://a.example' }, { C2C_QUEUE_MAX_BYTES: '200000' }).queueMaxBytes).toBe(200000);
+    expect(fails({ apiUrl: 'https://a.example', queueMaxBytes: '1000' })).toContain("queue size '1000' from --queue-max-bytes must be a whole number of bytes, at least 65536");
+    expect(fails({ apiUrl: 'https://a.example' }, { C2C_QUEUE_MAX_BYTES: '4MB' })).toContain('from environment C2C_QUEUE_MAX_BYTES');
+  });
+
   it('time scale from option or env, on loopback', () => {
     expect(load({ apiUrl: 'http://127.0.0.1:8080', timeScale: '60' }).timeScale).toBe(60);
     expect(load({ apiUrl: 'http://localhost:1' }, { C2C_TIME_SCALE: '0.5' }).timeScale).toBe(0.5);

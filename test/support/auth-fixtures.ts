@@ -8,6 +8,7 @@ import type { ClientCredentials, DeviceCode, OAuthEndpoints, PollOutcome, TokenG
 import type { Settings } from '../../agent/config/types.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { createLogger, type Logger } from '../../agent/lib/logger.js';
+import { DEFAULT_QUEUE_MAX_BYTES } from '../../agent/config/settings.js';
 
 export const CLIENT: ClientCredentials = { clientId: 'client-id-0001', clientSecret: 'client-secret-0001' };
 
@@ -28,6 +29,7 @@ export function settingsIn(dir: string, extra: Partial<Settings> = {}): Settings
     hostRoot: '/',
     timeScale: 1,
     logLevel: 'info',
+    queueMaxBytes: DEFAULT_QUEUE_MAX_BYTES,
     sources: {},
     ...extra,
   };
