@@ -40,6 +40,11 @@ export interface TokenSource {
    * not answer (network, 5xx, 429): the caller tries again later.
    */
   refresh(why: string): Promise<RefreshResult>;
+  /**
+   * The service refused the current token even after a refresh: drop it (no
+   * request goes out with it again) until the credentials change.
+   */
+  reject?(reason: string): void;
 }
 
 export interface TokenSourceDeps {
@@ -52,7 +57,11 @@ export interface TokenSourceDeps {
   client?: () => Promise<ClientCredentials | undefined>;
   /** The service refused the refresh token: the unit needs pairing. */
   onRejected?: (reason: string) => void;
+  /** A refresh ahead of expiry went through: the service wants GET /v2/devices/me after every new authorization. */
+  onRefreshed?: () => void;
 }
+
+const AHEAD_OF_EXPIRY = 'ahead of expiry';
 
 const fingerprintOf = (file: string): string | undefined => {
   try {
@@ -147,7 +156,10 @@ export class CredentialsTokenSource implements TokenSource {
         : Math.max(0, this.obtainedAt + refreshDelay(c.expiresInSeconds * 1000, this.d.random) - this.d.clock.now());
     this.timer = this.d.clock.setTimer(() => {
       this.timer = undefined;
-      void this.refresh('ahead of expiry').catch(() => undefined);
+      void this.refresh(AHEAD_OF_EXPIRY).then(
+        (r) => r === 'refreshed' && this.d.onRefreshed?.(),
+        () => undefined,
+      );
     }, delay);
   }
 
@@ -210,12 +222,21 @@ export class CredentialsTokenSource implements TokenSource {
   private refused(e: AgentError): RefreshResult {
     const reason = `needs pairing: the service refused the refresh token (${e.details.code ?? e.details.status ?? e.kind}); run \`c2c-agent pair\``;
     this.d.logger?.warn({ code: e.details.code, status: e.details.status }, reason);
+    this.drop();
+    this.d.onRejected?.(reason);
+    return 'refused';
+  }
+
+  reject(reason: string): void {
+    this.d.logger?.warn(`dropping the credentials the service refused (${reason})`);
+    this.drop();
+  }
+
+  private drop(): void {
     this.creds = undefined;
     this.rejected = this.loadedPrint;
     this.timer?.cancel();
     this.timer = undefined;
-    this.d.onRejected?.(reason);
-    return 'refused';
   }
 }
 

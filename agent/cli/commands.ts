@@ -3,8 +3,10 @@
 import type { CommandModule } from './command.js';
 
 export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
+  channels: () => import('./channels.js'),
   check: () => import('./check.js'),
   profiles: () => import('./profiles.js'),
+  queue: () => import('./queue.js'),
   pair: () => import('./pair.js'),
   run: () => import('./run.js'),
   status: () => import('./status.js'),

@@ -22,22 +22,25 @@ const HELP = `usage: c2c-agent <command> [options]
   c2c-agent pair    [--json] [--timeout SECONDS]   device-code pairing
   c2c-agent unpair  [--json]         revoke the token at the service and forget it locally
   c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
+  c2c-agent channels [--json]        channels detected here vs. channels the service knows
+  c2c-agent queue   [--json]         what the offline queue holds
   c2c-agent --version | --help
 
-Not in this version yet (exit 64): channels, queue, upload.
+Not in this version yet (exit 64): upload.
 
 Settings options, accepted by every command (each also comes from the
 environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config.json):
   --config FILE --api-url URL --token-file FILE --firmware-version SEMVER
   --client-id ID --client-secret-file FILE --state-dir DIR --runtime-dir DIR
   --profiles-dir DIR --host-root DIR --time-scale N --log-level LEVEL
+  --queue-max-bytes N
 
 Exit codes: ${exitCodes}.`;
 
 const TOP_LEVEL = new Set(['--version', '-V', '--help', '-h', 'help']);
 
 // In the contract, built by later work: say so rather than "unknown command".
-const PLANNED = new Set(['channels', 'queue', 'upload']);
+const PLANNED = new Set(['upload']);
 
 async function main(argv: string[]): Promise<number> {
   // `--json` promises one JSON object wherever it stands, so it may come

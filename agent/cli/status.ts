@@ -40,6 +40,10 @@ function humanBlock(s: DaemonSnapshot, now: number): string[] {
   else if (s.nextCheck) lines.push(`next:        ${s.state === 'needs-pairing' ? 'credentials check' : 'device check (GET /v2/devices/me)'} ${ago(s.nextCheck.monotonic, now)}`);
   lines.push(`failures:    ${s.consecutiveFailures} in a row`);
   const rl = s.rateLimit;
+  const ch = (s as { channels?: { detected?: string[]; known?: string[] | null; pendingSyncs?: number } }).channels;
+  if (ch) lines.push(`channels:    ${channelSummary(ch)}`);
+  const q = (s as { outbox?: { byKind?: Record<string, Record<string, { items: number }>> } }).outbox;
+  if (q?.byKind) lines.push(`queue:       ${queueSummary(q.byKind)}`);
   if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
     lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
   }
@@ -49,6 +53,20 @@ function humanBlock(s: DaemonSnapshot, now: number): string[] {
       (s.timeScale !== 1 ? `, time scale ${s.timeScale}` : ''),
   );
   return lines;
+}
+
+/** "video, audio detected; 2 known to the service; no sync pending" */
+function channelSummary(ch: { detected?: string[]; known?: string[] | null; pendingSyncs?: number }): string {
+  const detected = ch.detected && ch.detected.length > 0 ? `${ch.detected.join(', ')} detected` : 'none detected';
+  const known = ch.known === null || ch.known === undefined ? 'not synced with the service yet' : `${ch.known.length} known to the service`;
+  const pending = ch.pendingSyncs ? `${ch.pendingSyncs} sync pending` : 'no sync pending';
+  return `${detected}; ${known}; ${pending}`;
+}
+
+function queueSummary(byKind: Record<string, Record<string, { items: number }>>): string {
+  const pending = Object.values(byKind).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
+  const dead = Object.values(byKind).reduce((n, k) => n + (k.dead?.items ?? 0), 0);
+  return `${pending} pending${dead > 0 ? `, ${dead} dead-lettered (see c2c-agent queue)` : ''}`;
 }
 
 export async function run(ctx: CommandContext): Promise<number> {

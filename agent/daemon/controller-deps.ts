@@ -13,7 +13,7 @@ export interface ControllerDeps {
   logger: Logger;
   api: DeviceApi;
   /** Where the api's token comes from: reloaded at start-up and on SIGHUP, refreshed after a 401, its file watched in needs-pairing. */
-  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh'>;
+  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh' | 'reject'>;
   bounds: Bounds;
   lastAttempt?: AttemptRecord | undefined;
   persistAttempt: (rec: AttemptRecord) => Promise<void>;
@@ -23,4 +23,4 @@ export interface ControllerDeps {
 }
 
 /** Why a device check (GET /v2/devices/me) runs. */
-export type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing';
+export type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing' | 'refreshed';

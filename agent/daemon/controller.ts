@@ -263,6 +263,13 @@ export class Controller implements DaemonUnit {
     this.publish(false);
   }
 
+  /** A refresh ahead of expiry went through: verify the new token with GET /v2/devices/me, as the service asks. */
+  tokensRefreshed(): void {
+    if (this.stopped || this.state === 'needs-pairing' || this.checking) return;
+    this.clearCheckTimer();
+    void this.check('refreshed');
+  }
+
   /** The token source gave up (the service refused the refresh token). */
   tokensRejected(reason: string): void {
     if (this.stopped || this.state === 'needs-pairing') return;

@@ -2,7 +2,7 @@
 // CLI parses the command line and loads settings; from there this file takes
 // the runtime dir and its lock, builds the api client, the token source, the
 // controller and the units around it, and owns the process's signals until
-// it exits. A new daemon feature is one more unit in `units` below.
+// it exits. The units themselves are built in units.ts.
 import path from 'node:path';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { removeStaleTemps } from '../lib/atomic-write.js';
@@ -17,17 +17,13 @@ import { CredentialsTokenSource } from '../auth/token-source.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { Controller } from './controller.js';
-import { boundsOf } from './heartbeat/policy.js';
 import { ATTEMPT_FILE, attemptToStartFrom, createAttemptStore, readLastAttempt } from './runtime/attempt-record.js';
 import { procStartOf } from './runtime/proc.js';
 import { acquireRunLock } from './runtime/run-lock.js';
-import { createStatusSink } from './runtime/status-file.js';
-import { StatusPublisher } from './runtime/status-publisher.js';
 import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
-import { Watchdog } from './systemd/watchdog.js';
-import type { DaemonUnit } from './unit.js';
+import { buildUnits } from './units.js';
+import { readBootId } from '../outbox/outbox.js';
 
 /** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
 const HARD_EXIT_MS = 4_500;
@@ -99,6 +95,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     oauth: api.oauth,
     client: clientCredentials(settings, logger),
     onRejected: (reason) => controller.tokensRejected(reason),
+    onRefreshed: () => controller.tokensRefreshed(),
   });
   const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
   const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
@@ -108,40 +105,29 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   }
   const notifier = createSystemdNotifier(process.env, undefined, (err) => logger.warn({ err: String(err) }, 'systemd-notify failed'));
   const procStart = procStartOf(process.pid);
-
-  const units: DaemonUnit[] = [];
-  const controller: Controller = new Controller({
+  const { units, controller } = buildUnits({
+    settings,
+    profile,
     clock,
-    random: Math.random,
     logger,
     api,
     tokens,
-    bounds: boundsOf(profile.heartbeat),
-    lastAttempt: attemptToStartFrom(lastRead, clock.now()),
-    persistAttempt: (rec) => attempts.save(rec),
-    publish: (snap, transition) => {
-      for (const u of units) u.onSnapshot?.(snap, transition);
-    },
-    info: {
-      firmwareVersion: settings.firmwareVersion,
-      profile: profile.id,
-      agentVersion,
-      timeScale: settings.timeScale,
-      pid: process.pid,
-      ...(procStart !== undefined && { procStart }),
+    notifier,
+    bootId: await readBootId(),
+    onStatusWriteError: logWriteError('status'),
+    controller: {
+      lastAttempt: attemptToStartFrom(lastRead, clock.now()),
+      persistAttempt: (rec) => attempts.save(rec),
+      info: {
+        firmwareVersion: settings.firmwareVersion,
+        profile: profile.id,
+        agentVersion,
+        timeScale: settings.timeScale,
+        pid: process.pid,
+        ...(procStart !== undefined && { procStart }),
+      },
     },
   });
-  // Started in this order, stopped in reverse: the status file listens before the
-  // controller's first snapshot and is flushed after its last; the token source
-  // refreshes ahead of expiry once the controller has loaded the credentials, and
-  // stops after it (a refresh in flight is waited for, never cut); the watchdog
-  // pings only once the controller has something to be healthy about.
-  units.push(
-    new StatusPublisher(createStatusSink(settings.runtimeDir, logWriteError('status')), notifier, clock),
-    tokens,
-    controller,
-    new Watchdog(notifier, () => controller.isHealthy()),
-  );
   // Timers come and go with the state; this keeps the loop alive between them until a signal.
   const keepAlive = setInterval(() => {}, 3_600_000);
 

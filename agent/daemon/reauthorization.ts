@@ -26,7 +26,7 @@ export class Reauthorization {
   private refresh = { doneAt: -Infinity, running: false };
 
   constructor(
-    private readonly tokens: Pick<TokenSource, 'refresh'>,
+    private readonly tokens: Pick<TokenSource, 'refresh' | 'reject'>,
     private readonly clock: Clock,
     private readonly on: ReauthorizationHooks,
   ) {}
@@ -48,7 +48,11 @@ export class Reauthorization {
       if (this.refresh.running) await this.tokens.refresh('a request with the previous token was refused').catch(() => undefined);
       return this.on.recheck();
     }
-    if (this.refreshedSince401) return this.on.needsPairing(e.message);
+    if (this.refreshedSince401) {
+      // Refused even after a refresh: the token is dead, and no request may carry it again.
+      this.tokens.reject?.(e.message);
+      return this.on.needsPairing(e.message);
+    }
     this.refreshedSince401 = true;
     this.refresh.running = true;
     let result;

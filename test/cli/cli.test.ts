@@ -36,7 +36,7 @@ describe('c2c-agent CLI (built bundle)', () => {
     const r = bundle.run(['--help']);
     expect(r.status).toBe(0);
     for (const c of ['run', 'check', 'status', 'profiles']) expect(r.stdout).toContain(`c2c-agent ${c}`);
-    expect(r.stdout).toContain('Not in this version yet (exit 64): channels, queue, upload.');
+    expect(r.stdout).toContain('Not in this version yet (exit 64): upload.');
     expect(r.stdout).toContain('c2c-agent pair    [--json] [--timeout SECONDS]');
   });
 
@@ -93,7 +93,6 @@ describe('c2c-agent CLI (built bundle)', () => {
     [['frobnicate'], "unknown command 'frobnicate'"],
     [['upload'], "'upload' is not available in this version of c2c-agent"],
     [['pair', '--timeout', 'soon'], "pair: --timeout 'soon' must be a positive number of seconds"],
-    [['queue'], "'queue' is not available in this version of c2c-agent"],
     [[], 'missing command'],
     [['--verbose'], "unknown option '--verbose'"],
     [['profiles', '--bogus'], "profiles: unknown option '--bogus'"],

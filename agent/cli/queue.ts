@@ -1,0 +1,77 @@
+// `c2c-agent queue [--json]`: what the offline queue holds, by kind and state
+// (pending, in flight, done, dead-lettered, dropped), its bytes on flash, the
+// oldest pending item's age, and what the cap dropped or corruption moved
+// aside. Read straight from the state dir without taking the daemon's lock or
+// touching a file, so it works whether or not the daemon runs; a running
+// daemon adds what only it knows (in flight, attempts) through status.json.
+import path from 'node:path';
+import { loadSettings } from '../config/settings.js';
+import { readStatus } from '../daemon/runtime/status-file.js';
+import { processAlive } from '../daemon/runtime/run-lock.js';
+import { EXIT } from '../lib/errors.js';
+import { formatDuration } from '../lib/text.js';
+import { readOutbox } from '../outbox/reader.js';
+import type { DispatcherView } from '../outbox/dispatcher.js';
+import type { OutboxItem } from '../outbox/types.js';
+import type { CommandContext, CommandOptions } from './command.js';
+import { fail, printJson, printLine } from './output.js';
+
+export const usage = 'queue [--json]';
+export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+
+/** Items listed one by one (the counts cover all of them). */
+const LIST_MAX = 50;
+
+function daemonView(runtimeDir: string): DispatcherView | undefined {
+  const read = readStatus(runtimeDir);
+  if (read.kind !== 'ok' || read.snapshot.state === 'stopped' || !processAlive(read.snapshot.pid, read.snapshot.procStart)) return undefined;
+  const outbox = (read.snapshot as { outbox?: DispatcherView }).outbox;
+  return outbox ?? { inFlight: [], attempts: {}, waitingUntil: undefined };
+}
+
+function shown(item: OutboxItem, view: DispatcherView | undefined): Record<string, unknown> {
+  const running = view?.inFlight.includes(item.id) ?? false;
+  const attempts = view?.attempts[item.id];
+  return {
+    id: item.id,
+    kind: item.kind,
+    state: running ? 'in flight' : item.state,
+    createdAt: item.createdAt,
+    ...(item.reason !== undefined && { reason: item.reason }),
+    ...(attempts !== undefined && { attempts: attempts.count, lastError: attempts.lastError }),
+  };
+}
+
+export async function run(ctx: CommandContext): Promise<number> {
+  try {
+    const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
+    const dir = path.join(settings.stateDir, 'queue');
+    const { items, stats } = await readOutbox(dir);
+    const view = daemonView(settings.runtimeDir);
+    const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));
+    const listed = items.filter((i) => i.state === 'pending' || i.state === 'dead').slice(0, LIST_MAX).map((i) => shown(i, view));
+    const inFlight = view?.inFlight.length ?? 0;
+    if (ctx.json) {
+      printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed });
+      return EXIT.ok;
+    }
+    const lines = [`queue: ${dir}, ${stats.diskBytes} bytes on flash (cap ${settings.queueMaxBytes})${view ? '' : '; the daemon is not running'}`];
+    const kinds = Object.entries(stats.byKind);
+    if (kinds.length === 0) lines.push('  empty');
+    for (const [kind, by] of kinds) {
+      lines.push(`  ${kind}: ${by.pending.items} pending (${by.pending.bytes} bytes), ${by.done.items} done, ${by.dead.items} dead-lettered, ${by.dropped.items} dropped`);
+    }
+    if (inFlight > 0) lines.push(`in flight: ${inFlight}`);
+    if (stats.oldestPending !== null) lines.push(`oldest pending: ${stats.oldestPending} (${formatDuration(oldestAgeMs ?? 0)} ago)`);
+    const dropped = Object.entries(stats.dropped);
+    lines.push(`dropped by the cap: ${dropped.length === 0 ? 'none' : dropped.map(([k, n]) => `${n} ${k}`).join(', ')}; corrupt segments moved aside: ${stats.quarantined}`);
+    if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${stats.unwritten} records`);
+    for (const i of listed) {
+      lines.push(`  ${String(i.state).padEnd(9)} ${String(i.kind)} ${String(i.id)} since ${String(i.createdAt)}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
+    }
+    printLine(...lines);
+    return EXIT.ok;
+  } catch (err) {
+    return fail(err, { json: ctx.json });
+  }
+}

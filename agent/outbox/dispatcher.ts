@@ -1,0 +1,175 @@
+// Replays the outbox while the service can be reached: oldest first, a few
+// items in flight, each kind run by its worker. A failed item stays at the
+// front and the whole queue waits (exponential from about a second on a 429,
+// as the service asks, jittered backoff otherwise); the rate-limit headers
+// slow it down before a 429 happens. Nothing is retried forever: after
+// MAX_ATTEMPTS an item is dead-lettered with its last error as the reason.
+import { backoffDelay } from '../lib/backoff.js';
+import type { Clock, Timer } from '../lib/clock.js';
+import type { RateLimitInfo } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import { MAX_RETRY_AFTER_MS } from '../lib/timing.js';
+import { classify, type Outcome } from './outcome.js';
+import type { OutboxItem } from './types.js';
+
+export interface Worker {
+  readonly kind: string;
+  /** One attempt; rejects are classified like any error (see outcome.ts). */
+  run(item: OutboxItem, signal: AbortSignal): Promise<Outcome>;
+}
+
+/** The part of the outbox the dispatcher needs. */
+export interface OutboxView {
+  pending(kind?: string): OutboxItem[];
+  done(id: string, reason?: string): Promise<void>;
+  dead(id: string, reason: string): Promise<void>;
+}
+
+export interface DispatcherDeps {
+  outbox: OutboxView;
+  workers: Worker[];
+  clock: Clock;
+  random: () => number;
+  logger?: Logger;
+  /** The service's latest rate-limit headers. */
+  rateLimit?: () => RateLimitInfo | undefined;
+  /** After a 401: refresh the token ('refreshed' retries at once). */
+  refresh?: (why: string) => Promise<string>;
+  /** Items in flight at once (default 2). */
+  window?: number;
+  /** After every attempt, whatever its outcome (the status file shows the queue). */
+  onSettled?: () => void;
+}
+
+export const MAX_ATTEMPTS = 50;
+/** The service's advice on a 429: pause about a second, longer on every further one. */
+const RATE_LIMIT_BASE_MS = 1_000;
+const WAIT_CAP_MS = 5 * 60_000;
+
+export interface DispatcherView {
+  inFlight: string[];
+  attempts: Record<string, { count: number; lastError: string }>;
+  /** Agent-monotonic time the queue waits until, when it waits. */
+  waitingUntil: number | undefined;
+}
+
+export class Dispatcher {
+  readonly name = 'outbox';
+  private running = false;
+  private gateOpen = false;
+  private readonly inFlight = new Map<string, { ac: AbortController; done: Promise<void> }>();
+  private readonly attempts = new Map<string, { count: number; lastError: string }>();
+  private waitUntil = 0;
+  private timer: Timer | undefined;
+  private rateLimits = 0;
+  private failures = 0;
+
+  constructor(private readonly d: DispatcherDeps) {}
+
+  start(): void {
+    this.running = true;
+    this.pump();
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.timer?.cancel();
+    this.timer = undefined;
+    for (const f of this.inFlight.values()) f.ac.abort(new Error('stopping'));
+    await Promise.allSettled([...this.inFlight.values()].map((f) => f.done));
+  }
+
+  /** Work only while the service answers: the controller's state says when. */
+  setOpen(open: boolean): void {
+    if (open === this.gateOpen) return;
+    this.gateOpen = open;
+    if (open) this.pump();
+  }
+
+  /** Something was put: look at once. */
+  kick(): void {
+    this.pump();
+  }
+
+  view(): DispatcherView {
+    const now = this.d.clock.now();
+    return { inFlight: [...this.inFlight.keys()], attempts: Object.fromEntries(this.attempts), waitingUntil: this.waitUntil > now ? this.waitUntil : undefined };
+  }
+
+  private pump(): void {
+    if (!this.running || !this.gateOpen) return;
+    const now = this.d.clock.now();
+    const rl = this.d.rateLimit?.();
+    // The bucket is empty: one request's worth drips back every window/limit ms.
+    if (rl?.remaining === 0 && rl.limit && rl.windowMs && this.waitUntil <= now) this.waitUntil = now + Math.ceil(rl.windowMs / rl.limit);
+    if (now < this.waitUntil) return this.arm(this.waitUntil - now);
+    const window = this.d.window ?? 2;
+    for (const item of this.d.outbox.pending()) {
+      if (this.inFlight.size >= window) break;
+      if (!this.inFlight.has(item.id)) this.launch(item);
+    }
+  }
+
+  private arm(ms: number): void {
+    if (this.timer) return;
+    this.timer = this.d.clock.setTimer(() => {
+      this.timer = undefined;
+      this.pump();
+    }, ms);
+  }
+
+  private launch(item: OutboxItem): void {
+    const ac = new AbortController();
+    const entry = { ac, done: Promise.resolve() };
+    this.inFlight.set(item.id, entry);
+    entry.done = this.attempt(item, ac)
+      .catch((err: unknown) => this.d.logger?.warn({ id: item.id, err: String(err) }, 'cannot record an outbox outcome'))
+      .finally(() => {
+        this.inFlight.delete(item.id);
+        this.d.onSettled?.();
+        this.pump();
+      });
+  }
+
+  private async attempt(item: OutboxItem, ac: AbortController): Promise<void> {
+    const worker = this.d.workers.find((w) => w.kind === item.kind);
+    const outcome: Outcome = worker ? await worker.run(item, ac.signal).catch((err: unknown) => classify(err)) : { result: 'dead', reason: `no worker for kind '${item.kind}'` };
+    if (!this.running) return;
+    if (outcome.result === 'done') {
+      this.attempts.delete(item.id);
+      this.failures = 0;
+      this.rateLimits = 0;
+      return this.d.outbox.done(item.id, outcome.note);
+    }
+    if (outcome.result === 'dead') {
+      this.attempts.delete(item.id);
+      this.d.logger?.warn({ id: item.id, kind: item.kind, reason: outcome.reason }, `outbox item dead-lettered: ${outcome.reason}`);
+      return this.d.outbox.dead(item.id, outcome.reason);
+    }
+    const e = outcome.error;
+    const a = { count: (this.attempts.get(item.id)?.count ?? 0) + 1, lastError: e.message };
+    if (a.count >= MAX_ATTEMPTS) {
+      this.attempts.delete(item.id);
+      const reason = `gave up after ${a.count} attempts: ${e.message}`;
+      this.d.logger?.warn({ id: item.id, kind: item.kind }, `outbox item dead-lettered: ${reason}`);
+      return this.d.outbox.dead(item.id, reason);
+    }
+    this.attempts.set(item.id, a);
+    if (e.kind === 'unauthorized' && this.d.refresh) {
+      const r = await this.d.refresh(`the service answered 401 (${item.kind})`).catch(() => 'failed');
+      if (r === 'refreshed') return;
+    }
+    const now = this.d.clock.now();
+    let wait: number;
+    if (e.kind === 'rate-limited') {
+      this.rateLimits++;
+      const expo = Math.min(WAIT_CAP_MS, RATE_LIMIT_BASE_MS * 2 ** Math.min(this.rateLimits - 1, 20));
+      wait = Math.max(e.details.retryAfterMs ?? 0, expo * (0.75 + 0.5 * this.d.random()));
+    } else {
+      this.failures++;
+      wait = backoffDelay({ baseMs: 5_000, capMs: WAIT_CAP_MS, floorMs: 1_000 }, this.failures, this.d.random);
+    }
+    this.waitUntil = Math.max(this.waitUntil, now + Math.min(wait, MAX_RETRY_AFTER_MS));
+    this.d.logger?.debug({ id: item.id, kind: item.kind, attempt: a.count, waitMs: Math.round(wait), err: e.message }, 'outbox item will be retried');
+  }
+}

@@ -1,0 +1,77 @@
+// The outbox in the daemon: opened (replayed) at start, flushed and closed
+// at stop, and replayed towards the service by the dispatcher only while the
+// controller says the service answers. Other units put work through here so
+// the dispatcher looks at new work at once.
+import type { Logger } from '../lib/logger.js';
+import type { DaemonSnapshot, DaemonState } from '../daemon/snapshot.js';
+import type { DaemonUnit } from '../daemon/unit.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { Outbox } from './outbox.js';
+import type { OutboxItem, PutOptions } from './types.js';
+
+const REACHABLE: ReadonlySet<DaemonState> = new Set(['online', 'paused']);
+
+export class OutboxUnit implements DaemonUnit {
+  readonly name = 'outbox';
+  private opened: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly dispatcher: Dispatcher,
+    private readonly logger?: Logger,
+  ) {}
+
+  start(): void {
+    this.opened = this.outbox.open().then(
+      () => {
+        this.dispatcher.start();
+        return true;
+      },
+      (err: unknown) => {
+        // The agent's main job (heartbeats) goes on without a queue; the log says why.
+        this.logger?.error({ err: err instanceof Error ? err.message : String(err) }, 'cannot open the outbox; queued work is unavailable until restart');
+        return false;
+      },
+    );
+  }
+
+  async stop(): Promise<void> {
+    if (!(await this.opened)) return;
+    await this.dispatcher.stop();
+    // Everything acknowledged is on flash already; this writes what is still in the window.
+    await this.outbox.close();
+  }
+
+  onSnapshot(snap: DaemonSnapshot): void {
+    this.dispatcher.setOpen(REACHABLE.has(snap.state));
+  }
+
+  async put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem> {
+    if (!(await this.opened)) throw new Error('the outbox is not open');
+    const item = await this.outbox.put(kind, payload, opts);
+    this.dispatcher.kick();
+    return item;
+  }
+
+  pending(kind?: string): OutboxItem[] {
+    return this.opened === undefined ? [] : safe(() => this.outbox.pending(kind), []);
+  }
+
+  inFlight(): string[] {
+    return this.dispatcher.view().inFlight;
+  }
+
+  report(): Record<string, unknown> {
+    const stats = safe(() => this.outbox.stats(), undefined);
+    return stats === undefined ? {} : { outbox: { ...stats, ...this.dispatcher.view() } };
+  }
+}
+
+/** Before open() finished the outbox has nothing to show. */
+function safe<T>(fn: () => T, fallback: T): T {
+  try {
+    return fn();
+  } catch {
+    return fallback;
+  }
+}

@@ -1,0 +1,25 @@
+// What became of one attempt at an outbox item, and how a failure is
+// classified: worth another try (the network, the service having a bad
+// moment, a rate limit, an expired token), already so (the service holds
+// what we wanted), or never going to work (other 4xx), which is recorded
+// with its reason instead of being retried forever.
+import { AgentError } from '../lib/errors.js';
+
+export type Outcome =
+  | { result: 'done'; note?: string }
+  | { result: 'retry'; error: AgentError }
+  | { result: 'dead'; reason: string };
+
+const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'unauthorized', 'paused']);
+
+/**
+ * `alreadySo` names the answers that mean the work is done (a 409 on a
+ * connect, a 404 on a disconnect); everything else that is not worth a retry
+ * is dead with its message as the reason.
+ */
+export function classify(err: unknown, alreadySo: (e: AgentError) => boolean = () => false): Outcome {
+  const e = err instanceof AgentError ? err : new AgentError('internal', err instanceof Error ? err.message : String(err));
+  if (alreadySo(e)) return { result: 'done', note: `already so: ${e.message}` };
+  if (RETRY_KINDS.has(e.kind)) return { result: 'retry', error: e };
+  return { result: 'dead', reason: e.message };
+}

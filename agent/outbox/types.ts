@@ -1,0 +1,75 @@
+// The durable outbox's vocabulary: what the rest of the agent puts in it,
+// what it keeps about each item, and the file system it writes through (an
+// interface, so tests can crash it between any two operations).
+
+/** What an item has become; only `pending` items are handed to a worker. */
+export type ItemState = 'pending' | 'done' | 'dead' | 'dropped';
+
+export interface OutboxItem<P = unknown> {
+  /** The idempotency key: `<boot id>:<sequence>`, unique across reboots without trusting the wall clock. */
+  id: string;
+  /** Which worker runs it: 'channel-connect', 'channel-disconnect', later 'upload'. */
+  kind: string;
+  /**
+   * Items that stand for the same thing (one channel's key): a newer put
+   * supersedes an older pending one, which is marked done with reason
+   * 'superseded'. Absent: every item stands alone.
+   */
+  group?: string;
+  /** Higher survives longer when the cap forces eviction (lowest priority, then oldest, goes first). */
+  priority: number;
+  payload: P;
+  /** Wall time of the put, ISO 8601: reports only (the clock may be wrong before NTP). */
+  createdAt: string;
+  /** Bytes this item's records take on disk (its put plus its progress records), for the cap. */
+  bytes: number;
+  state: ItemState;
+  /** The newest progress record's data (a resumable job's done chunks); undefined before any. */
+  progress?: unknown;
+  /** Why it is dead or dropped, one line. */
+  reason?: string;
+}
+
+export interface PutOptions {
+  group?: string;
+  /** Default 0. */
+  priority?: number;
+}
+
+export interface OutboxStats {
+  /** Items and bytes by kind and state (done items are counted until their segment is deleted). */
+  byKind: Record<string, Record<ItemState, { items: number; bytes: number }>>;
+  /** Wall ISO time of the oldest pending item's put, or null. */
+  oldestPending: string | null;
+  /** Items evicted by the cap since the queue was created, by kind. */
+  dropped: Record<string, number>;
+  /** Segments moved aside as corrupt since the queue was created. */
+  quarantined: number;
+  /** Bytes of live segments on disk. */
+  diskBytes: number;
+  /** Records held in memory because the disk refused them (ENOSPC, EROFS); 0 when healthy. */
+  unwritten: number;
+  /** Bytes of the pending items' records (the sum of their `bytes`): what capBytes limits. */
+  liveBytes: number;
+}
+
+/**
+ * The file operations the outbox uses, as promises. The real one is
+ * node:fs; the model-based test uses one that can lose everything not yet
+ * fsynced (file data) or whose directory was not fsynced (creations,
+ * renames, unlinks) at any crash point.
+ */
+export interface OutboxFs {
+  mkdir(dir: string): Promise<void>;
+  readdir(dir: string): Promise<string[]>;
+  readFile(file: string): Promise<Uint8Array>;
+  /** Appends at the end, creating the file if needed (mode 0600). */
+  append(file: string, data: Uint8Array): Promise<void>;
+  /** Makes the file's data durable. */
+  fsync(file: string): Promise<void>;
+  /** Makes the directory's entries (creations, renames, unlinks) durable. */
+  fsyncDir(dir: string): Promise<void>;
+  truncate(file: string, length: number): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(file: string): Promise<void>;
+}
