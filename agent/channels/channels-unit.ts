@@ -1,38 +1,43 @@
-// Channel reporting in the daemon: the detector says what is plugged in, and
-// every change (and every return to online, when the service may have missed
-// one) queues a channel sync in the outbox. The sync itself runs from the
-// outbox while the service answers (sync-worker.ts), so a change made while
-// offline survives power cuts and is applied on reconnection.
+// Channel reporting in the daemon. Two things queue a channel sync in the
+// outbox: a settled hardware change seen by the detector, and a device record
+// (GET /v2/devices/me, which the controller reads at start-up, on
+// reconnection, hourly and on SIGHUP) whose channel list does not match what
+// is plugged in and what the agent has recorded. When everything matches,
+// nothing is queued and nothing is written: a healthy unit never touches its
+// SD card. The sync runs from the outbox while the service answers
+// (sync-worker.ts), so a change made offline survives power cuts.
+import type { DeviceChannel, Device } from '../api/types.js';
+import type { ChannelSpec } from '../config/types.js';
+import type { DaemonUnit } from '../daemon/unit.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
-import type { DaemonSnapshot, DaemonState } from '../daemon/snapshot.js';
-import type { DaemonUnit } from '../daemon/unit.js';
+import type { ChannelMap } from './channel-map.js';
+import { isSettled, reconcile } from './reconcile.js';
 import { CHANNEL_SYNC_KIND } from './sync-worker.js';
 
 export interface ChannelsUnitDeps {
-  /** How many channels the profile lists: none, nothing to do. */
-  channelCount: number;
+  specs: ChannelSpec[];
   detector: { start(): void; stop(): void };
+  map: { load(): Promise<ChannelMap> };
   outbox: { put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
   /** Items running right now (a pending sync that is not running will read the new state itself). */
   inFlight: () => string[];
   logger?: Logger;
 }
 
-const REACHABLE: ReadonlySet<DaemonState> = new Set(['online', 'paused']);
-
 export class ChannelsUnit implements DaemonUnit {
   readonly name = 'channels';
-  private detected: string[] = [];
+  private detected = new Set<string>();
+  /** Whether the detector has spoken since start: its first report is the state at start, not a change. */
+  private seenFirst = false;
   /** Keys the service holds a channel for, as of the last sync (unknown before one). */
   private known: string[] | undefined;
-  private reachable = false;
   private queueing: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: ChannelsUnitDeps) {}
 
   start(): void {
-    if (this.d.channelCount > 0) this.d.detector.start();
+    if (this.d.specs.length > 0) this.d.detector.start();
   }
 
   async stop(): Promise<void> {
@@ -42,36 +47,55 @@ export class ChannelsUnit implements DaemonUnit {
 
   /** The detector's report (once at start, then after each settled change). */
   changed(detected: Set<string>): void {
-    this.detected = [...detected].sort();
-    this.requestSync(`detected: ${this.detected.join(', ') || 'none'}`);
+    this.detected = detected;
+    const first = !this.seenFirst;
+    this.seenFirst = true;
+    // At start the controller's first device check decides whether anything differs.
+    if (!first) this.requestSync(`detected: ${[...detected].sort().join(', ') || 'none'}`);
   }
 
-  onSnapshot(snap: DaemonSnapshot): void {
-    const reachable = REACHABLE.has(snap.state);
-    if (reachable && !this.reachable && this.d.channelCount > 0) this.requestSync('the service is reachable again');
-    this.reachable = reachable;
+  /** A device record from the service: queue a sync only if it disagrees with the hardware or the record. */
+  deviceSeen(device: Device): void {
+    if (this.d.specs.length === 0) return;
+    const listed: DeviceChannel[] = device.channels ?? [];
+    this.queueing = this.queueing.then(async () => {
+      let map: ChannelMap;
+      try {
+        map = await this.d.map.load();
+      } catch {
+        map = {}; // an unreadable record: the sync will say why
+      }
+      const plan = reconcile({ specs: this.d.specs, detected: this.detected, listed, map });
+      if (isSettled(plan, map)) {
+        this.known = Object.keys(map).sort();
+        return;
+      }
+      this.put('the service does not list what is plugged in');
+    });
   }
 
   /** A sync went through: what the service now holds. */
-  synced(map: Record<string, string>): void {
+  synced(map: ChannelMap): void {
     this.known = Object.keys(map).sort();
   }
 
   report(): Record<string, unknown> {
-    if (this.d.channelCount === 0) return {};
-    return { channels: { detected: this.detected, known: this.known ?? null, pendingSyncs: this.d.outbox.pending(CHANNEL_SYNC_KIND).length } };
+    if (this.d.specs.length === 0) return {};
+    return { channels: { detected: [...this.detected].sort(), known: this.known ?? null, pendingSyncs: this.d.outbox.pending(CHANNEL_SYNC_KIND).length } };
   }
 
   requestSync(why: string): void {
-    this.queueing = this.queueing.then(async () => {
-      const inFlight = new Set(this.d.inFlight());
-      // A waiting sync reads the hardware and the service when it runs: one is enough.
-      if (this.d.outbox.pending(CHANNEL_SYNC_KIND).some((i) => !inFlight.has(i.id))) return;
-      try {
-        await this.d.outbox.put(CHANNEL_SYNC_KIND, { why, detected: this.detected }, { group: CHANNEL_SYNC_KIND, priority: 10 });
-      } catch (err) {
-        this.d.logger?.warn({ err: String(err) }, 'cannot queue a channel sync');
-      }
-    });
+    this.queueing = this.queueing.then(() => this.put(why));
+  }
+
+  private async put(why: string): Promise<void> {
+    const inFlight = new Set(this.d.inFlight());
+    // A waiting sync reads the hardware and the service when it runs: one is enough.
+    if (this.d.outbox.pending(CHANNEL_SYNC_KIND).some((i) => !inFlight.has(i.id))) return;
+    try {
+      await this.d.outbox.put(CHANNEL_SYNC_KIND, { why, detected: [...this.detected].sort() }, { group: CHANNEL_SYNC_KIND, priority: 10 });
+    } catch (err) {
+      this.d.logger?.warn({ err: String(err) }, 'cannot queue a channel sync');
+    }
   }
 }

@@ -202,6 +202,7 @@ export class Controller implements DaemonUnit {
 
   private checked(device: Device | undefined, why: CheckWhy): void {
     if (device) {
+      this.d.onDevice?.(device);
       this.device = device;
       this.recordWarned = false;
     }

@@ -50,6 +50,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   );
 
   const specs = i.profile.channels;
+  const channelMap = new ChannelMapStore(settings.stateDir);
   let detected = new Set<string>();
   // eslint-disable-next-line prefer-const -- the worker and the detector reach the unit built after them
   let channels: ChannelsUnit;
@@ -57,7 +58,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     specs,
     api,
     clientId: async () => (await getClientId(settings)).clientId,
-    map: new ChannelMapStore(settings.stateDir),
+    map: channelMap,
     detected: () => detected,
     resync: (why) => channels.requestSync(why),
     synced: (map) => channels.synced(map),
@@ -86,7 +87,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
       status.refresh();
     },
   });
-  channels = new ChannelsUnit({ channelCount: specs.length, detector, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), logger });
+  channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), logger });
 
   const controller: Controller = new Controller({
     clock,
@@ -96,6 +97,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     tokens: i.tokens,
     bounds: boundsOf(i.profile.heartbeat),
     ...i.controller,
+    onDevice: (device) => channels.deviceSeen(device),
     publish: (snap, transition) => {
       for (const u of units) u.onSnapshot?.(snap, transition);
     },

@@ -299,7 +299,8 @@ describe('pair with a running daemon', () => {
     const daemon = startAgent({ apiUrl: fx.cloud.url, dirs: u.dirs, timeScale: SCALE, env: { C2C_CLIENT_SECRET_FILE: u.secretFile } });
     const state = async (): Promise<StatusResult> => status(u.dirs, fx.cloud.url, SCALE);
     await waitFor('online', async () => (await state()).json.state === 'online', 10_000, 50);
-    const fault = fx.cloud.control.addFault({ kind: 'status', status: 503, path: '/v2/devices/me', method: 'GET', count: 1 });
+    // The nudged daemon checks at the same moment as pair verifies: enough 503s for both.
+    const fault = fx.cloud.control.addFault({ kind: 'status', status: 503, path: '/v2/devices/me', method: 'GET', count: 3 });
     const p = pair(u);
     await approveAfterWaiting(p, fx.cloud);
     await expectExit(p, 75); // paired and stored, verification failed

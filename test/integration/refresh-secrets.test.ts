@@ -85,10 +85,12 @@ describe('refresh paths at --log-level trace', () => {
       expect(c.control.listFaults().find((f) => f.id === fault.id)?.hits).toBe(1);
       await st();
 
-      // A refused refresh: the person revokes; the next 401's refresh is refused.
+      // A refused refresh: once a heartbeat with the new pair was accepted (a 401 right after a
+      // refresh would end it without asking again), the person revokes; the next 401's refresh is refused.
+      const confirmed = c.journal.length;
+      await waitFor('a heartbeat accepted with the new pair', () => c.journal.slice(confirmed).some((e) => e.path === HEARTBEAT_PATH && e.status === 204), 15_000);
       c.control.revokeTokens(device.id);
       await reachState({ cloud: c, dirs: d, timeScale: SCALE, agent, state: 'needs-pairing', timeoutMs: 15_000 });
-      // A 401 right after a refresh ends in needs-pairing at once; the refresh due next is then refused.
       await waitFor('the refused refresh', () => c.journal.some((e) => e.path === TOKEN_PATH && e.status === 400), 15_000);
       await st();
       agent.child.kill('SIGTERM');

@@ -1,0 +1,98 @@
+// The channel crash test: channels plugged and unplugged at random under the
+// host root while the service refuses connections, and the daemon SIGKILLed
+// 200+ times at random moments (restarted at once with the same dirs each
+// time). Then the service comes back, the hardware holds still, and the last
+// daemon must bring the service to exactly one channel per plugged device,
+// with every channel-sync the daemon ever put on flash ended (done or
+// superseded), none lost, no quarantine without real corruption, a bounded
+// queue dir and no temp files left behind.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { sleepReal } from './refresh-harness.js';
+import { KEYS, channelCalls, indexesAtService, makeRig, plug, serviceChannels, startChannelAgent, unplug, type ChannelKey } from './channels-harness.js';
+import { QueueTracker, convergeAndAudit, hardwareChaos, queueShape } from './channels-crash-tracker.js';
+
+const SCALE = 300; // the debounce (5 agent s) is 17 real ms, a group-commit window 0.5 real s
+const KILLS = 200;
+const BUDGET_MS = 200_000;
+const FINAL: ChannelKey[] = ['audio', 'timecode'];
+
+let cloud: FakeCloud | undefined;
+let dirs: AgentDirs | undefined;
+
+beforeAll(ensureBuilt, 120_000);
+afterEach(killAll);
+afterAll(async () => {
+  await killAll();
+  await cloud?.close();
+  if (dirs) removeDirs(dirs);
+});
+
+describe('channels through SIGKILLs while the service refuses connections', () => {
+  it(`converges to one channel per plugged device, losing no acknowledged sync, through ${KILLS}+ kills`, async () => {
+    const t0 = Date.now();
+    cloud = await startFakeCloud({ timeScale: SCALE });
+    dirs = makeDirs();
+    const rig = makeRig(cloud, dirs, SCALE);
+    const tracker = new QueueTracker(dirs);
+    const stats = { early: 0, mid: 0, aimed: 0, aimedHit: 0, toggles: 0 };
+
+    // The service first holds channels for video and timecode, connected by a daemon that then dies.
+    plug(rig, 'video');
+    plug(rig, 'timecode');
+    const first = startChannelAgent(rig);
+    await waitFor('the first channels', () => JSON.stringify(indexesAtService(rig)) === JSON.stringify([0, 2]), 10_000).catch((err: Error) => {
+      throw new Error(`${err.message}\n${first.all()}`);
+    });
+    await sleepReal(700); // the sync's end record on flash
+    await tracker.kill9(first, 'kill 0 (service answering)');
+    const before = serviceChannels(rig);
+    const callsBefore = channelCalls(rig);
+
+    // Offline: the service refuses every connection; the hardware changes at random throughout.
+    cloud.control.refuseConnections();
+    const chaos = hardwareChaos(rig);
+    try {
+      for (let i = 1; i <= KILLS; i++) {
+        if (Date.now() - t0 > BUDGET_MS) throw new Error(`only ${tracker.kills} kills in ${BUDGET_MS} ms: ${JSON.stringify(stats)}`);
+        const agent = startChannelAgent(rig);
+        const mode = i % 3;
+        if (mode === 0) {
+          // While node starts and the daemon opens its queue.
+          stats.early++;
+          await sleepReal(Math.random() * 250);
+        } else if (mode === 1) {
+          // Anywhere in the first group-commit windows, with the detector reporting changes.
+          stats.mid++;
+          await sleepReal(250 + Math.random() * 650);
+        } else {
+          // Aimed: as soon as the queue dir changes (a put or an end going to flash), plus 0-2 ms.
+          stats.aimed++;
+          const shape = queueShape(rig);
+          const hit = await waitFor('a queue write', () => queueShape(rig) !== shape || agent.child.exitCode !== null, 700, 1).then(
+            () => true,
+            () => false,
+          );
+          if (hit) stats.aimedHit++;
+          await sleepReal(Math.random() * 2);
+        }
+        await tracker.kill9(agent, `kill ${i}`);
+      }
+    } finally {
+      stats.toggles = await chaos.stop();
+    }
+    const crashPhaseS = (Date.now() - t0) / 1000;
+    // Nothing reached the service while it refused.
+    expect(serviceChannels(rig)).toEqual(before);
+    expect(channelCalls(rig)).toEqual(callsBefore);
+
+    // The service is back and the hardware holds still: the last daemon converges.
+    for (const k of KEYS) (FINAL.includes(k) ? plug : unplug)(rig, k);
+    await cloud.control.acceptConnections();
+    const last = startChannelAgent(rig);
+    const audit = await convergeAndAudit(rig, tracker, FINAL, last);
+    console.log(JSON.stringify({ kills: tracker.kills, startedBeforeKill: tracker.startedBeforeKill, ...stats, realS: (Date.now() - t0) / 1000, crashPhaseS, ...audit }));
+    expect(tracker.kills).toBeGreaterThanOrEqual(KILLS + 1);
+  }, BUDGET_MS + 60_000);
+});

@@ -1,0 +1,265 @@
+// Shared by the channel suites (channels*.test.ts): a fake hardware tree under
+// --host-root for the multi-av-tc profile (firmware 1.6.0), a daemon that reads
+// its credentials from the state dir and connects as the seeded device's client
+// id, the bundle's CLI commands as separate processes, the service's view of
+// the device's channels, and a reader of the outbox's segment files written
+// from the format alone (length, CRC-32, JSON body), so what the test counts
+// does not come from the agent's own parser.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import type { FakeCloud, SeededDevice } from '../fake-cloud/index.js';
+import { BUNDLE, cleanEnv, type AgentDirs } from './agent-process.js';
+import { startRefreshingAgent, writeClientSecret, writeCredentials, type RefreshingAgent } from './refresh-harness.js';
+
+/** The multi-av-tc profile's channels, in its order: a key's place here is its external_index. */
+export const KEYS = ['video', 'audio', 'timecode'] as const;
+export type ChannelKey = (typeof KEYS)[number];
+/** One detection path per key (the profile lists more; one is enough to plug a channel in). */
+export const PATHS: Record<ChannelKey, string> = { video: 'dev/video0', audio: 'proc/asound/card1', timecode: 'dev/ttyUSB0' };
+export const MODEL: Record<ChannelKey, string> = { video: 'c2c-multi-video', audio: 'c2c-multi-audio', timecode: 'c2c-multi-timecode' };
+export const FIRMWARE = '1.6.0';
+export const CONNECT_PATH = '/v2/devices/channels';
+
+export interface Rig {
+  cloud: FakeCloud;
+  device: SeededDevice;
+  dirs: AgentDirs;
+  /** The fake hardware tree (--host-root). */
+  host: string;
+  scale: number;
+  secretFile: string;
+}
+
+/** Credentials as `pair` leaves them, the client secret, and an empty hardware tree (dev/ and proc/asound/ exist). */
+export function makeRig(cloud: FakeCloud, dirs: AgentDirs, scale: number): Rig {
+  const device = cloud.devices[0]!;
+  writeCredentials(dirs, device, 28_800);
+  const secretFile = writeClientSecret(dirs, cloud.clientSecret);
+  const host = join(dirs.root, 'host');
+  mkdirSync(join(host, 'dev'), { recursive: true });
+  mkdirSync(join(host, 'proc/asound'), { recursive: true });
+  return { cloud, device, dirs, host, scale, secretFile };
+}
+
+export function plug(rig: Rig, key: ChannelKey): void {
+  const file = join(rig.host, PATHS[key]);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, '');
+}
+
+export function unplug(rig: Rig, key: ChannelKey): void {
+  rmSync(join(rig.host, PATHS[key]), { force: true });
+}
+
+export function pluggedNow(rig: Rig): ChannelKey[] {
+  return KEYS.filter((k) => existsSync(join(rig.host, PATHS[k])));
+}
+
+/** The daemon (`run`) for the rig: its host root, firmware 1.6.0, the seeded client id, refresh possible. */
+export function startChannelAgent(rig: Rig, env: Record<string, string> = {}): RefreshingAgent {
+  return startRefreshingAgent({
+    cloud: rig.cloud,
+    device: rig.device,
+    dirs: rig.dirs,
+    timeScale: rig.scale,
+    secretFile: rig.secretFile,
+    env: { C2C_HOST_ROOT: rig.host, C2C_FIRMWARE_VERSION: FIRMWARE, ...env },
+  });
+}
+
+export interface ServiceChannel {
+  id: string;
+  external_index: number;
+  device_model_id?: string;
+}
+
+/** The device's channels as GET /v2/devices/me would list them now. */
+export function serviceChannels(rig: Rig): ServiceChannel[] {
+  const d = rig.cloud.device(rig.device.id) as { channels?: ServiceChannel[] } | undefined;
+  return (d?.channels ?? []).map((c) => ({ id: c.id, external_index: c.external_index, device_model_id: c.device_model_id }));
+}
+
+/** Sorted external indexes of the service's channels (duplicates kept). */
+export const indexesAtService = (rig: Rig): number[] => serviceChannels(rig).map((c) => c.external_index).sort((a, b) => a - b);
+export const expectedIndexes = (keys: readonly ChannelKey[]): number[] => keys.map((k) => KEYS.indexOf(k)).sort((a, b) => a - b);
+
+/** Channel connects (POST /v2/devices/channels) and disconnects the fake has seen from the device. */
+export function channelCalls(rig: Rig): { connects: number; disconnects: number } {
+  let connects = 0;
+  let disconnects = 0;
+  for (const e of rig.cloud.journal) {
+    if (e.deviceId !== rig.device.id || e.method !== 'POST') continue;
+    if (e.path === CONNECT_PATH) connects++;
+    else if (e.path.startsWith(`${CONNECT_PATH}/`) && e.path.endsWith('/disconnect')) disconnects++;
+  }
+  return { connects, disconnects };
+}
+
+export interface CliResult {
+  exitCode: number;
+  json: Record<string, unknown>;
+  stderr: string;
+}
+
+/** `c2c-agent <args> --json` as its own process, with the daemon's dirs, API URL, host root and firmware. */
+export function cli(rig: Rig, args: string[]): Promise<CliResult> {
+  return new Promise((res, reject) => {
+    const child = spawn(process.execPath, [BUNDLE, ...args, '--json'], {
+      env: cleanEnv({
+        C2C_API_URL: rig.cloud.url,
+        C2C_STATE_DIR: rig.dirs.stateDir,
+        C2C_RUNTIME_DIR: rig.dirs.runtimeDir,
+        C2C_TIME_SCALE: String(rig.scale),
+        C2C_HOST_ROOT: rig.host,
+        C2C_FIRMWARE_VERSION: FIRMWARE,
+        C2C_CLIENT_ID: rig.device.clientId,
+        C2C_CONFIG: join(rig.dirs.root, 'config.json'),
+      }),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      try {
+        res({ exitCode: code ?? -1, json: JSON.parse(stdout) as Record<string, unknown>, stderr });
+      } catch {
+        reject(new Error(`${args.join(' ')} --json printed no JSON (exit ${code}): ${stdout}${stderr}`));
+      }
+    });
+  });
+}
+
+export interface KindCounts {
+  pending: number;
+  done: number;
+  dead: number;
+  dropped: number;
+}
+
+/** The channel-sync counts `queue --json` reports (zeros when the kind is absent). */
+export function syncCounts(queueJson: Record<string, unknown>): KindCounts {
+  const by = (queueJson.byKind as Record<string, Record<string, { items: number }>> | undefined)?.['channel-sync'];
+  return { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0 };
+}
+
+// ---- the outbox on disk, read independently ---------------------------------------------
+
+export interface DiskRecord {
+  t: string;
+  id?: string;
+  k?: string;
+  r?: string;
+  g?: string;
+}
+
+export interface SegmentScan {
+  name: string;
+  bytes: number;
+  records: DiskRecord[];
+  /** Bytes after the last good record: a torn tail (or rot, in an older segment). */
+  tail: number;
+}
+
+const SEGMENT = /^seg-(\d{6,})\.log$/;
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+/** CRC-32 (IEEE, reflected), as the segment format specifies. */
+function crc32(data: Uint8Array): number {
+  let c = 0xffffffff;
+  for (const b of data) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** Every segment in `<state-dir>/queue`, oldest first, parsed record by record until the first bad one. */
+export function scanQueueDir(queueDir: string): SegmentScan[] {
+  if (!existsSync(queueDir)) return [];
+  const names = readdirSync(queueDir)
+    .filter((n) => SEGMENT.test(n))
+    .sort((a, b) => Number(SEGMENT.exec(a)![1]) - Number(SEGMENT.exec(b)![1]));
+  const out: SegmentScan[] = [];
+  for (const name of names) {
+    let buf: Buffer;
+    try {
+      buf = readFileSync(join(queueDir, name));
+    } catch {
+      continue; // deleted meanwhile (only while a daemon runs)
+    }
+    const records: DiskRecord[] = [];
+    let off = 0;
+    while (off + 8 <= buf.length) {
+      const len = buf.readUInt32LE(off);
+      const crc = buf.readUInt32LE(off + 4);
+      if (len === 0 || off + 8 + len > buf.length) break;
+      const body = buf.subarray(off + 8, off + 8 + len);
+      if (crc32(body) !== crc) break;
+      let rec: DiskRecord;
+      try {
+        rec = JSON.parse(body.toString('utf8')) as DiskRecord;
+      } catch {
+        break;
+      }
+      records.push(rec);
+      off += 8 + len;
+    }
+    out.push({ name, bytes: buf.length, records, tail: buf.length - off });
+  }
+  return out;
+}
+
+/** Files in `<state-dir>/queue/quarantine`. */
+export function quarantined(queueDir: string): string[] {
+  const q = join(queueDir, 'quarantine');
+  return existsSync(q) ? readdirSync(q) : [];
+}
+
+/** Every file under `dir` whose name says temp file (`.tmp` anywhere: ours `.x.<hex>.tmp`, conf's `x.tmp-<digits>`). */
+export function tempFiles(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string, rel: string): void => {
+    if (!existsSync(d)) return;
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) walk(join(d, e.name), r);
+      else if (e.name.includes('.tmp')) out.push(r);
+    }
+  };
+  walk(dir, '');
+  return out;
+}
+
+/** Total bytes of the regular files under `dir`. */
+export function dirBytes(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    n += e.isDirectory() ? dirBytes(p) : statSync(p).size;
+  }
+  return n;
+}
+
+/** Every entry under `dir` with size, mtime and a hash of its bytes: what a write to the SD card would change. */
+export function contentSnapshot(dir: string): Record<string, { size: number; mtimeMs: number; sha256?: string }> {
+  const out: Record<string, { size: number; mtimeMs: number; sha256?: string }> = {};
+  const walk = (d: string, rel: string): void => {
+    const st = statSync(d);
+    if (st.isDirectory()) {
+      out[rel || '.'] = { size: 0, mtimeMs: st.mtimeMs };
+      for (const e of readdirSync(d).sort()) walk(join(d, e), rel ? `${rel}/${e}` : e);
+    } else {
+      out[rel] = { size: st.size, mtimeMs: st.mtimeMs, sha256: createHash('sha256').update(readFileSync(d)).digest('hex') };
+    }
+  };
+  walk(dir, '');
+  return out;
+}
