@@ -2,6 +2,7 @@
 // instance) and the endpoint groups built on it. Device calls sit at the top
 // level because every command and the daemon use them; other groups are
 // properties, added as the features that need them land.
+import { assetEndpoints, type AssetEndpoints } from './assets.js';
 import { channelEndpoints, type ChannelEndpoints } from './channels.js';
 import { deviceEndpoints, type DeviceEndpoints } from './device.js';
 import { oauthEndpoints, type OAuthEndpoints } from './oauth.js';
@@ -13,6 +14,7 @@ export interface ServiceApi extends DeviceEndpoints {
   /** Pairing, refresh and revoke: form posts without the bearer token. */
   readonly oauth: OAuthEndpoints;
   readonly channels: ChannelEndpoints;
+  readonly assets: AssetEndpoints;
   /** Meta of the most recent answer (rate limits, clock offset), for status reports. */
   readonly lastMeta: ResponseMeta | undefined;
   /** Drops kept-alive sockets. */
@@ -26,6 +28,7 @@ export function createServiceApi(options: TransportOptions): ServiceApi {
     transport,
     oauth: oauthEndpoints(transport),
     channels: channelEndpoints(transport),
+    assets: assetEndpoints(transport),
     get lastMeta() {
       return transport.lastMeta;
     },

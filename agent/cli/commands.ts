@@ -11,4 +11,5 @@ export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   run: () => import('./run.js'),
   status: () => import('./status.js'),
   unpair: () => import('./unpair.js'),
+  upload: () => import('./upload.js'),
 };

@@ -23,24 +23,22 @@ const HELP = `usage: c2c-agent <command> [options]
   c2c-agent unpair  [--json]         revoke the token at the service and forget it locally
   c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
   c2c-agent channels [--json]        channels detected here vs. channels the service knows
-  c2c-agent queue   [--json]         what the offline queue holds
+  c2c-agent queue   [--json]         what the offline queue holds (channel operations, uploads)
+  c2c-agent upload  FILE... [--json] queue files for upload, whether or not the daemon runs
   c2c-agent --version | --help
 
-Not in this version yet (exit 64): upload.
 
 Settings options, accepted by every command (each also comes from the
 environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config.json):
   --config FILE --api-url URL --token-file FILE --firmware-version SEMVER
   --client-id ID --client-secret-file FILE --state-dir DIR --runtime-dir DIR
   --profiles-dir DIR --host-root DIR --time-scale N --log-level LEVEL
-  --queue-max-bytes N
+  --queue-max-bytes N --media-dir DIR --media-settle-seconds N --delete-after-upload true|false
 
 Exit codes: ${exitCodes}.`;
 
 const TOP_LEVEL = new Set(['--version', '-V', '--help', '-h', 'help']);
 
-// In the contract, built by later work: say so rather than "unknown command".
-const PLANNED = new Set(['upload']);
 
 async function main(argv: string[]): Promise<number> {
   // `--json` promises one JSON object wherever it stands, so it may come
@@ -61,9 +59,6 @@ async function main(argv: string[]): Promise<number> {
   if (name === undefined) throw usageError('missing command; run c2c-agent --help');
   if (name.startsWith('-')) throw usageError(`unknown option '${name}' (the command comes first); run c2c-agent --help`);
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (load === undefined && PLANNED.has(name)) {
-    throw usageError(`'${name}' is not available in this version of c2c-agent ${agentVersion()}; run c2c-agent --help`);
-  }
   if (load === undefined) throw usageError(`unknown command '${name}'; run c2c-agent --help`);
   const [mod, { parseCommandArgs, commonOptionsHelp }] = await Promise.all([load(), import('./args.js')]);
   const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);

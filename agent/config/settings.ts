@@ -25,6 +25,9 @@ export interface SettingsOptions {
   timeScale?: string;
   logLevel?: string;
   queueMaxBytes?: string;
+  mediaDir?: string;
+  mediaSettleSeconds?: string;
+  deleteAfterUpload?: string;
 }
 
 export interface LoadSettingsOptions {
@@ -53,7 +56,13 @@ const TABLE: Record<Key, { flag: string; env: string; configKey?: string; isPath
   timeScale: { flag: '--time-scale', env: 'C2C_TIME_SCALE' },
   logLevel: { flag: '--log-level', env: 'C2C_LOG_LEVEL', configKey: 'logLevel' },
   queueMaxBytes: { flag: '--queue-max-bytes', env: 'C2C_QUEUE_MAX_BYTES', configKey: 'queueMaxBytes' },
+  mediaDir: { flag: '--media-dir', env: 'C2C_MEDIA_DIR', configKey: 'mediaDir', isPath: true },
+  mediaSettleSeconds: { flag: '--media-settle-seconds', env: 'C2C_MEDIA_SETTLE_SECONDS', configKey: 'mediaSettleSeconds' },
+  deleteAfterUpload: { flag: '--delete-after-upload', env: 'C2C_DELETE_AFTER_UPLOAD', configKey: 'deleteAfterUpload' },
 };
+
+/** Config keys whose JSON value is a number or a boolean rather than a string (read as their text). */
+const NON_STRING_KEYS: Record<string, 'number' | 'boolean'> = { queueMaxBytes: 'number', mediaSettleSeconds: 'number', deleteAfterUpload: 'boolean' };
 
 /** Command-line flag for each settings option, for the CLI's shared parser. */
 export const SETTINGS_FLAGS: Record<keyof SettingsOptions, string> = {
@@ -100,6 +109,11 @@ function readConfig(file: string, explicit: boolean): Record<string, unknown> {
   for (const [key, value] of Object.entries(obj)) {
     if (!CONFIG_KEYS.has(key)) {
       throw configError(`config ${file}: unknown key ${quote(key)} (known keys: ${[...CONFIG_KEYS].join(', ')})`, file);
+    }
+    const other = NON_STRING_KEYS[key];
+    if (other !== undefined && typeof value === other) {
+      obj[key] = String(value);
+      continue;
     }
     if (typeof value !== 'string') {
       const got = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
@@ -176,6 +190,10 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   }
 
   const queueMaxBytes = resolveQueueMax(find('queueMaxBytes'), sources);
+  const mediaFound = find('mediaDir');
+  const mediaDir = mediaFound === undefined ? undefined : pathSetting('mediaDir', () => ({ value: '', source: 'default' }));
+  const mediaSettleSeconds = resolveSettle(find('mediaSettleSeconds'), sources);
+  const deleteAfterUpload = resolveBoolean(find('deleteAfterUpload'), 'deleteAfterUpload', sources);
   const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
   const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
 
@@ -202,8 +220,11 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
     timeScale,
     logLevel,
     queueMaxBytes,
+    mediaSettleSeconds,
+    deleteAfterUpload,
     sources,
   };
+  if (mediaDir !== undefined) settings.mediaDir = mediaDir;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;
   const token = envValue('C2C_TOKEN');
@@ -258,6 +279,25 @@ function resolveQueueMax(found: Found | undefined, sources: Record<string, strin
     throw configError(`queue size ${quote(found.value)} from ${found.source} must be a whole number of bytes, at least ${MIN_QUEUE_MAX_BYTES}`, found.source);
   }
   return n;
+}
+
+/** How long a clip must hold still before it is taken (agent seconds). */
+export const DEFAULT_MEDIA_SETTLE_SECONDS = 10;
+
+function resolveSettle(found: Found | undefined, sources: Record<string, string>): number {
+  sources.mediaSettleSeconds = found?.source ?? 'default';
+  if (found === undefined) return DEFAULT_MEDIA_SETTLE_SECONDS;
+  const n = /^\s*\d+(\.\d+)?\s*$/.test(found.value) ? Number(found.value) : NaN;
+  if (!(n >= 0 && n <= 3600)) throw configError(`media settle time ${quote(found.value)} from ${found.source} must be a number of seconds from 0 to 3600`, found.source);
+  return n;
+}
+
+function resolveBoolean(found: Found | undefined, key: string, sources: Record<string, string>): boolean {
+  sources[key] = found?.source ?? 'default';
+  if (found === undefined) return false;
+  if (found.value === 'true') return true;
+  if (found.value === 'false') return false;
+  throw configError(`${key} ${quote(found.value)} from ${found.source} must be true or false`, found.source);
 }
 
 function resolveTimeScale(found: Found | undefined, apiUrl: string, sources: Record<string, string>): number {

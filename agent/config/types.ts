@@ -22,6 +22,12 @@ export interface Settings {
   logLevel: string;
   /** The outbox's cap on flash, bytes. */
   queueMaxBytes: number;
+  /** Where the camera writes finished clips; undefined: no automatic uploads. */
+  mediaDir?: string;
+  /** A clip is taken once unchanged this long (agent seconds). */
+  mediaSettleSeconds: number;
+  /** Remove each clip once its upload completed. */
+  deleteAfterUpload: boolean;
   /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
   sources: Record<string, string>;
 }

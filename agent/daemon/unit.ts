@@ -16,4 +16,6 @@ export interface DaemonUnit {
   onSnapshot?(snap: DaemonSnapshot, transition: boolean): void;
   /** Facts for status.json beside the controller's snapshot (no secrets): `{ channels: {...} }`. */
   report?(): Record<string, unknown>;
+  /** A few words for the STATUS= line while there is something to say ("uploading 3 files, 1.2 GB left"). */
+  statusText?(): string | undefined;
 }

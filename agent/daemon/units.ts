@@ -14,6 +14,12 @@ import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { Dispatcher } from '../outbox/dispatcher.js';
 import { Outbox } from '../outbox/outbox.js';
+import { createStorageClient } from '../api/storage.js';
+import { fileTypeOf } from '../uploads/file-type.js';
+import { MediaWatcher } from '../uploads/media-watcher.js';
+import { UploadedIndex } from '../uploads/uploaded-index.js';
+import { UploadsUnit } from '../uploads/uploads-unit.js';
+import { UploadWorker } from '../uploads/upload-worker.js';
 import { OutboxUnit } from '../outbox/outbox-unit.js';
 import { Controller, type ControllerDeps } from './controller.js';
 import { boundsOf } from './heartbeat/policy.js';
@@ -45,8 +51,12 @@ export interface DaemonUnits {
 export function buildUnits(i: UnitsInput): DaemonUnits {
   const { settings, clock, logger, api } = i;
   const units: DaemonUnit[] = [];
-  const status = new StatusPublisher(createStatusSink(settings.runtimeDir, i.onStatusWriteError), i.notifier, clock, () =>
-    Object.assign({}, ...units.map((u) => u.report?.() ?? {})),
+  const status = new StatusPublisher(
+    createStatusSink(settings.runtimeDir, i.onStatusWriteError),
+    i.notifier,
+    clock,
+    () => Object.assign({}, ...units.map((u) => u.report?.() ?? {})),
+    () => units.flatMap((u) => u.statusText?.() ?? []),
   );
 
   const specs = i.profile.channels;
@@ -64,10 +74,28 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     synced: (map) => channels.synced(map),
     logger,
   });
-  const outbox = new Outbox({ dir: path.join(settings.stateDir, 'queue'), clock, bootId: i.bootId, capBytes: settings.queueMaxBytes, logger });
+  const queueDir = path.join(settings.stateDir, 'queue');
+  const outbox = new Outbox({ dir: queueDir, clock, bootId: i.bootId, capBytes: settings.queueMaxBytes, logger });
+  const storage = createStorageClient({ clock, logger });
+  const index = new UploadedIndex(settings.stateDir, { logger });
+  // eslint-disable-next-line prefer-const -- the worker and the watcher reach the unit built after them
+  let uploads: UploadsUnit;
+  const uploadWorker = new UploadWorker({
+    assets: api.assets,
+    storage,
+    outbox,
+    clock,
+    serverNow: () => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0),
+    channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
+    index,
+    deleteAfterUpload: settings.deleteAfterUpload,
+    onBytes: (n) => uploads.bytesSent(n),
+    logger,
+  });
+
   const dispatcher = new Dispatcher({
     outbox,
-    workers: [sync],
+    workers: [sync, uploadWorker],
     clock,
     random: Math.random,
     logger,
@@ -76,6 +104,19 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     onSettled: () => status.refresh(),
   });
   const outboxUnit = new OutboxUnit(outbox, dispatcher, logger);
+
+  const watcher =
+    settings.mediaDir === undefined
+      ? undefined
+      : new MediaWatcher({
+          dir: settings.mediaDir,
+          channelKeys: specs.map((c) => c.key),
+          clock,
+          settleMs: settings.mediaSettleSeconds * 1000,
+          onReady: (f) => uploads.fileReady({ ...f, ...fileTypeOf(f.name) }),
+          logger,
+        });
+  uploads = new UploadsUnit({ ...(watcher && { watcher }), index, outbox: outboxUnit, queueDir, clock, logger, changed: () => status.refresh(), close: () => storage.close() });
   const detector = new ChannelDetector({
     specs,
     hostRoot: settings.hostRoot,
@@ -108,6 +149,6 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // stops after it (a refresh in flight is waited for, never cut). The outbox opens
   // before anything puts work in it and closes (flushed) after the last put. The
   // watchdog pings only once the controller has something to be healthy about.
-  units.push(status, i.tokens, outboxUnit, channels, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, i.tokens, outboxUnit, channels, uploads, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller };
 }

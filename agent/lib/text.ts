@@ -34,3 +34,16 @@ export function describeDuration(ms: number): string {
   if (abs < 2 * DAY_MS) return `${Math.round(abs / 3_600_000)} h`;
   return `${Math.round(abs / DAY_MS)} days`;
 }
+
+/** "512 B", "4.5 MB", "1.2 GB": decimal units, as people read transfer sizes and rates. */
+export function formatBytes(n: number): string {
+  if (n < 1000) return `${Math.round(n)} B`;
+  const units = ['kB', 'MB', 'GB', 'TB'];
+  let v = n / 1000;
+  let u = 0;
+  while (v >= 1000 && u < units.length - 1) {
+    v /= 1000;
+    u++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
+}

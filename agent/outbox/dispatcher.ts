@@ -35,7 +35,7 @@ export interface DispatcherDeps {
   rateLimit?: () => RateLimitInfo | undefined;
   /** After a 401: refresh the token ('refreshed' retries at once). */
   refresh?: (why: string) => Promise<string>;
-  /** Items in flight at once (default 2). */
+  /** Items of one kind in flight at once (default 2). */
   window?: number;
   /** After every attempt, whatever its outcome (the status file shows the queue). */
   onSettled?: () => void;
@@ -57,11 +57,12 @@ export class Dispatcher {
   readonly name = 'outbox';
   private running = false;
   private gateOpen = false;
-  private readonly inFlight = new Map<string, { ac: AbortController; done: Promise<void> }>();
+  private readonly inFlight = new Map<string, { kind: string; ac: AbortController; done: Promise<void> }>();
   private readonly attempts = new Map<string, { count: number; lastError: string }>();
   private waitUntil = 0;
   private timer: Timer | undefined;
   private rateLimits = 0;
+  private emptyBucketSeen: RateLimitInfo | undefined;
   private failures = 0;
 
   constructor(private readonly d: DispatcherDeps) {}
@@ -101,12 +102,20 @@ export class Dispatcher {
     const now = this.d.clock.now();
     const rl = this.d.rateLimit?.();
     // The bucket is empty: one request's worth drips back every window/limit ms.
-    if (rl?.remaining === 0 && rl.limit && rl.windowMs && this.waitUntil <= now) this.waitUntil = now + Math.ceil(rl.windowMs / rl.limit);
+    // Once per answer: the headers stay the same until another request replaces them.
+    if (rl !== undefined && rl !== this.emptyBucketSeen && rl.remaining === 0 && rl.limit && rl.windowMs && this.waitUntil <= now) {
+      this.emptyBucketSeen = rl;
+      this.waitUntil = now + Math.ceil(rl.windowMs / rl.limit);
+    }
     if (now < this.waitUntil) return this.arm(this.waitUntil - now);
+    // The window is per kind: a long upload must not hold back a channel sync.
     const window = this.d.window ?? 2;
+    const busy = new Map<string, number>();
+    for (const f of this.inFlight.values()) busy.set(f.kind, (busy.get(f.kind) ?? 0) + 1);
     for (const item of this.d.outbox.pending()) {
-      if (this.inFlight.size >= window) break;
-      if (!this.inFlight.has(item.id)) this.launch(item);
+      if (this.inFlight.has(item.id) || (busy.get(item.kind) ?? 0) >= window) continue;
+      busy.set(item.kind, (busy.get(item.kind) ?? 0) + 1);
+      this.launch(item);
     }
   }
 
@@ -120,7 +129,7 @@ export class Dispatcher {
 
   private launch(item: OutboxItem): void {
     const ac = new AbortController();
-    const entry = { ac, done: Promise.resolve() };
+    const entry = { kind: item.kind, ac, done: Promise.resolve() };
     this.inFlight.set(item.id, entry);
     entry.done = this.attempt(item, ac)
       .catch((err: unknown) => this.d.logger?.warn({ id: item.id, err: String(err) }, 'cannot record an outbox outcome'))
@@ -166,6 +175,8 @@ export class Dispatcher {
       const expo = Math.min(WAIT_CAP_MS, RATE_LIMIT_BASE_MS * 2 ** Math.min(this.rateLimits - 1, 20));
       wait = Math.max(e.details.retryAfterMs ?? 0, expo * (0.75 + 0.5 * this.d.random()));
     } else {
+      // Another failure breaks a run of 429s, as in the heartbeat's rules.
+      this.rateLimits = 0;
       this.failures++;
       wait = backoffDelay({ baseMs: 5_000, capMs: WAIT_CAP_MS, floorMs: 1_000 }, this.failures, this.d.random);
     }

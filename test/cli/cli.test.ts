@@ -36,7 +36,6 @@ describe('c2c-agent CLI (built bundle)', () => {
     const r = bundle.run(['--help']);
     expect(r.status).toBe(0);
     for (const c of ['run', 'check', 'status', 'profiles']) expect(r.stdout).toContain(`c2c-agent ${c}`);
-    expect(r.stdout).toContain('Not in this version yet (exit 64): upload.');
     expect(r.stdout).toContain('c2c-agent pair    [--json] [--timeout SECONDS]');
   });
 
@@ -91,7 +90,7 @@ describe('c2c-agent CLI (built bundle)', () => {
 
   it.each([
     [['frobnicate'], "unknown command 'frobnicate'"],
-    [['upload'], "'upload' is not available in this version of c2c-agent"],
+    [['upload'], 'upload: name at least one FILE'],
     [['pair', '--timeout', 'soon'], "pair: --timeout 'soon' must be a positive number of seconds"],
     [[], 'missing command'],
     [['--verbose'], "unknown option '--verbose'"],

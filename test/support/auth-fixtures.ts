@@ -30,6 +30,8 @@ export function settingsIn(dir: string, extra: Partial<Settings> = {}): Settings
     timeScale: 1,
     logLevel: 'info',
     queueMaxBytes: DEFAULT_QUEUE_MAX_BYTES,
+    mediaSettleSeconds: 10,
+    deleteAfterUpload: false,
     sources: {},
     ...extra,
   };

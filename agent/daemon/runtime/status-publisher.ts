@@ -1,14 +1,23 @@
 // Publishes the daemon's snapshot where people look: status.json in the
-// runtime dir (for `c2c-agent status`) and systemd's STATUS= line.
-import type { Clock } from '../../lib/clock.js';
+// runtime dir (for `c2c-agent status`) and systemd's STATUS= line. The
+// controller's changes go out at once; the other units' figures (an upload's
+// bytes) change far more often, so those are written at most once a real
+// second, and the STATUS= line (a process fork each) at most every ten.
+import type { Clock, Timer } from '../../lib/clock.js';
 import type { DaemonUnit } from '../unit.js';
 import { statusLine, type DaemonSnapshot } from '../snapshot.js';
 import type { SystemdNotifier } from '../systemd/notify.js';
 import type { FileSink } from './file-sink.js';
 
+const FILE_EVERY_REAL_MS = 1_000;
+const LINE_EVERY_REAL_MS = 10_000;
+
 export class StatusPublisher implements DaemonUnit {
   readonly name = 'status';
   private last: DaemonSnapshot | undefined;
+  private fileTimer: Timer | undefined;
+  private lineSentAt = -Infinity;
+  private lineTimer: Timer | undefined;
 
   constructor(
     private readonly sink: FileSink<DaemonSnapshot>,
@@ -16,6 +25,8 @@ export class StatusPublisher implements DaemonUnit {
     private readonly clock: Clock,
     /** What the other units report, merged into status.json. */
     private readonly extras: () => Record<string, unknown> = () => ({}),
+    /** Their one-line summaries, appended to STATUS= ("uploading 3 files, 1.2 GB left"). */
+    private readonly texts: () => string[] = () => [],
   ) {}
 
   start(): void {}
@@ -23,19 +34,37 @@ export class StatusPublisher implements DaemonUnit {
   onSnapshot(snap: DaemonSnapshot): void {
     this.last = snap;
     this.write();
-    if (this.notifier.enabled) void this.notifier.status(statusLine(snap, this.clock.now()));
+    this.sendLine();
   }
 
-  /** A unit's own facts changed (a channel plugged in, the queue drained): rewrite the file. */
+  /** A unit's own facts changed (a channel plugged in, bytes sent): rewrite soon. */
   refresh(): void {
-    if (this.last) this.write();
+    if (!this.last || this.fileTimer) return;
+    this.fileTimer = this.clock.setTimer(() => {
+      this.fileTimer = undefined;
+      this.write();
+      if (this.clock.now() - this.lineSentAt >= LINE_EVERY_REAL_MS * this.clock.scale) this.sendLine();
+      else this.lineTimer ??= this.clock.setTimer(() => {
+        this.lineTimer = undefined;
+        this.sendLine();
+      }, LINE_EVERY_REAL_MS * this.clock.scale);
+    }, FILE_EVERY_REAL_MS * this.clock.scale);
   }
 
   private write(): void {
     if (this.last) this.sink.write({ ...this.last, ...this.extras() });
   }
 
+  private sendLine(): void {
+    if (!this.last || !this.notifier.enabled) return;
+    this.lineSentAt = this.clock.now();
+    void this.notifier.status([statusLine(this.last, this.clock.now()), ...this.texts()].join('; '));
+  }
+
   async stop(): Promise<void> {
+    this.fileTimer?.cancel();
+    this.lineTimer?.cancel();
+    this.write();
     await this.sink.flush();
   }
 }

@@ -1,0 +1,143 @@
+// One media upload, run from the outbox: create the asset, then PUT the file
+// in even chunks to its presigned URLs (chunk = ceil(size / n), the last one
+// to EOF), streamed from disk, two at a time. Each finished chunk is a
+// progress record in the outbox, so a restart, a lost network or a power cut
+// resumes at the first chunk not recorded, never from zero. An asset not
+// finished within 24 h has expired and is created again.
+import { createReadStream, promises as fs } from 'node:fs';
+import type { AssetEndpoints } from '../api/assets.js';
+import type { StorageClient } from '../api/storage.js';
+import type { Clock } from '../lib/clock.js';
+import { AgentError } from '../lib/errors.js';
+import type { Logger } from '../lib/logger.js';
+import type { Worker } from '../outbox/dispatcher.js';
+import { classify, type Outcome } from '../outbox/outcome.js';
+import type { OutboxItem } from '../outbox/types.js';
+import type { FileIdentity } from './uploaded-index.js';
+
+export type { FileIdentity };
+
+export const UPLOAD_KIND = 'upload';
+/** The service expires an upload that is not finished within a day of its creation. */
+export const UPLOAD_LIFETIME_MS = 24 * 3600 * 1000;
+/** Reasons that start with this are files the paused service refused: shown as such, never retried. */
+export const PAUSED_REFUSED = 'paused-refused';
+
+export interface UploadPayload extends FileIdentity {
+  path: string;
+  name: string;
+  filetype: string;
+  extension?: string;
+  /** The profile channel key (the sub-folder it came from). */
+  channelKey?: string;
+}
+
+/** What the outbox remembers between attempts. `createdAt` is by the service's clock. */
+export interface UploadProgress {
+  assetId: string;
+  urls: string[];
+  createdAt: number;
+  done: number[];
+}
+
+export interface UploadWorkerDeps {
+  assets: Pick<AssetEndpoints, 'create'>;
+  storage: Pick<StorageClient, 'put'>;
+  outbox: { progress(id: string, data: unknown): Promise<void> };
+  clock: Clock;
+  /** The service's clock now (local wall time corrected by the last Date header). */
+  serverNow: () => number;
+  /** The service's id of a profile channel, when the unit has one. */
+  channelId: (key: string) => Promise<string | undefined>;
+  index: { has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
+  deleteAfterUpload: boolean;
+  chunksInFlight?: number;
+  /** Bytes as they leave, for the status line's rate. */
+  onBytes?: (n: number) => void;
+  logger?: Logger;
+}
+
+const sameFile = (a: FileIdentity, b: { dev: number; ino: number; size: number; mtimeMs: number }): boolean =>
+  a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+
+export class UploadWorker implements Worker {
+  readonly kind = UPLOAD_KIND;
+
+  constructor(private readonly d: UploadWorkerDeps) {}
+
+  async run(item: OutboxItem, signal: AbortSignal): Promise<Outcome> {
+    const p = item.payload as UploadPayload;
+    let st;
+    try {
+      st = await fs.stat(p.path);
+    } catch (err) {
+      return { result: 'dead', reason: `the file is gone (${(err as NodeJS.ErrnoException).code ?? 'error'}): ${p.path}` };
+    }
+    // A file rewritten after it was queued is not the file that was queued: the watcher queues the new one.
+    if (!sameFile(p, st)) return { result: 'dead', reason: `the file changed under the agent (size or modification time): ${p.path}` };
+    if (this.d.index.has(p)) return { result: 'done', note: 'already uploaded' };
+    let prog = item.progress as UploadProgress | null | undefined;
+    try {
+      if (!prog || this.d.serverNow() - prog.createdAt > UPLOAD_LIFETIME_MS) prog = await this.create(item.id, p, signal);
+      await this.sendChunks(item.id, p, prog, signal);
+    } catch (err) {
+      if (err instanceof AgentError && err.kind === 'paused') return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message}` };
+      if (err instanceof AgentError && err.kind === 'forbidden' && prog) {
+        // Storage refused the presigned URL (expired or revoked): the next attempt creates the asset again.
+        await this.d.outbox.progress(item.id, null);
+      }
+      return classify(err);
+    }
+    await this.d.index.add(p);
+    if (this.d.deleteAfterUpload) await fs.unlink(p.path).catch(() => undefined);
+    this.d.logger?.info({ name: p.name, bytes: p.size, asset: prog.assetId }, 'upload finished');
+    return { result: 'done' };
+  }
+
+  private async create(id: string, p: UploadPayload, signal: AbortSignal): Promise<UploadProgress> {
+    const channel = p.channelKey === undefined ? undefined : await this.d.channelId(p.channelKey);
+    // Seconds since the file was made, on this unit's clock like the file's own mtime.
+    const offset = Math.max(0, Math.round((this.d.clock.wallNow() - p.mtimeMs) / 1000));
+    const asset = (
+      await this.d.assets.create(
+        { name: p.name, filetype: p.filetype, filesize: p.size, offset, ...(channel !== undefined && { channel }), ...(p.extension !== undefined && { extension: p.extension }) },
+        signal,
+      )
+    ).value;
+    const prog: UploadProgress = { assetId: asset.id, urls: asset.uploadUrls, createdAt: this.d.serverNow(), done: [] };
+    await this.d.outbox.progress(id, prog);
+    return prog;
+  }
+
+  /** The chunks not yet recorded, a few at a time; each one recorded as it finishes. */
+  private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, signal: AbortSignal): Promise<void> {
+    const n = prog.urls.length;
+    const chunk = Math.ceil(p.size / n);
+    const done = new Set(prog.done);
+    const todo = [...Array(n).keys()].filter((i) => !done.has(i));
+    let recording = Promise.resolve();
+    let failed: unknown;
+    const next = async (): Promise<void> => {
+      for (let i = todo.shift(); i !== undefined && failed === undefined; i = todo.shift()) {
+        const start = Math.min(p.size, i * chunk);
+        const end = Math.min(p.size, start + chunk);
+        const length = end - start;
+        const body = length === 0 ? Buffer.alloc(0) : createReadStream(p.path, { start, end: end - 1 });
+        try {
+          await this.d.storage.put({ url: prog.urls[i] as string, body, length, contentType: p.filetype, signal });
+        } catch (err) {
+          failed ??= err;
+          return;
+        }
+        this.d.onBytes?.(length);
+        done.add(i);
+        const snapshot: UploadProgress = { ...prog, done: [...done].sort((a, b) => a - b) };
+        // One progress record at a time, newest last: a resumed upload never goes backwards.
+        recording = recording.then(() => this.d.outbox.progress(id, snapshot));
+        await recording;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.d.chunksInFlight ?? 2, Math.max(1, todo.length)) }, next));
+    if (failed !== undefined) throw failed;
+  }
+}

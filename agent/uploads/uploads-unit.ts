@@ -1,0 +1,140 @@
+// Media uploads in the daemon: finished clips in the media dir (from the
+// watcher) and files handed over by `c2c-agent upload` (request files in
+// the queue's incoming/ folder) become `upload` items in the outbox, unless
+// the index says they went already or one is queued for the same file. The
+// unit also keeps the figures `status` shows: files and bytes left, rate.
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { Clock, Timer } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { formatBytes } from '../lib/text.js';
+import type { DaemonUnit } from '../daemon/unit.js';
+import type { OutboxItem, PutOptions } from '../outbox/types.js';
+import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
+import { UPLOAD_KIND, type FileIdentity, type UploadPayload } from './upload-worker.js';
+
+export interface UploadsUnitDeps {
+  /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
+  watcher?: { start(): void; stop(): void };
+  index: { load(): Promise<void>; has(f: FileIdentity): boolean };
+  outbox: { put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
+  queueDir: string;
+  clock: Clock;
+  logger?: Logger;
+  /** The status file should show new figures. */
+  changed: () => void;
+  /** Releases what uploads hold open (the storage client's sockets). */
+  close?: () => void;
+}
+
+/** How often incoming/ is looked at (agent ms): `upload` is a person waiting, but not in a hurry. */
+const INCOMING_POLL_MS = 5_000;
+/** The rate shown is over this much agent time. */
+const RATE_WINDOW_MS = 30_000;
+
+export class UploadsUnit implements DaemonUnit {
+  readonly name = 'uploads';
+  private timer: Timer | undefined;
+  private running = false;
+  private work: Promise<void> = Promise.resolve();
+  private sent: Array<{ at: number; bytes: number }> = [];
+
+  constructor(private readonly d: UploadsUnitDeps) {}
+
+  start(): void {
+    this.running = true;
+    this.work = this.d.index.load().then(
+      () => {
+        if (!this.running) return;
+        this.d.watcher?.start();
+        this.poll();
+      },
+      (err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot read the index of uploaded files; uploads are off until restart'),
+    );
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.timer?.cancel();
+    this.d.watcher?.stop();
+    await this.work;
+    this.d.close?.();
+  }
+
+  /** A file in the media dir is ready. */
+  fileReady(p: UploadPayload): void {
+    this.work = this.work.then(() => this.queue(p));
+  }
+
+  /** Bytes that just left, for the rate. */
+  bytesSent(n: number): void {
+    const now = this.d.clock.now();
+    this.sent.push({ at: now, bytes: n });
+    this.sent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS);
+    this.d.changed();
+  }
+
+  report(): Record<string, unknown> {
+    const pending = this.d.outbox.pending(UPLOAD_KIND);
+    const left = pending.reduce((n, i) => n + leftOf(i), 0);
+    const now = this.d.clock.now();
+    const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
+    return { uploads: { files: pending.length, bytesLeft: left, bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)) } };
+  }
+
+  statusText(): string | undefined {
+    const u = (this.report() as { uploads: { files: number; bytesLeft: number; bytesPerSecond: number } }).uploads;
+    if (u.files === 0) return undefined;
+    const rate = u.bytesPerSecond > 0 ? `, ${formatBytes(u.bytesPerSecond)}/s` : '';
+    return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}`;
+  }
+
+  private async queue(p: UploadPayload): Promise<void> {
+    if (this.d.index.has(p)) return;
+    const same = (i: OutboxItem): boolean => {
+      const q = i.payload as UploadPayload;
+      return q.path === p.path && q.ino === p.ino && q.size === p.size && q.mtimeMs === p.mtimeMs;
+    };
+    if (this.d.outbox.pending(UPLOAD_KIND).some(same)) return;
+    try {
+      await this.d.outbox.put(UPLOAD_KIND, p);
+      this.d.logger?.info({ name: p.name, bytes: p.size, channel: p.channelKey }, 'upload queued');
+      this.d.changed();
+    } catch (err) {
+      this.d.logger?.warn({ err: String(err), name: p.name }, 'cannot queue an upload');
+    }
+  }
+
+  private poll(): void {
+    if (!this.running) return;
+    this.work = this.work.then(() => this.takeIncoming()).finally(() => {
+      if (this.running) this.timer = this.d.clock.setTimer(() => this.poll(), INCOMING_POLL_MS);
+    });
+  }
+
+  /** Requests from `c2c-agent upload`: queued, then removed (a crash between the two only queues a duplicate the check above drops). */
+  private async takeIncoming(): Promise<void> {
+    const dir = path.join(this.d.queueDir, INCOMING_DIR);
+    let names: string[];
+    try {
+      names = (await fs.readdir(dir)).filter((n) => n.endsWith('.json')).sort();
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const file = path.join(dir, name);
+      const req = await readUploadRequest(file);
+      if (req.kind === 'ok') for (const p of req.files) await this.queue(p);
+      else this.d.logger?.warn({ file, reason: req.reason }, 'ignoring an unreadable upload request');
+      await fs.unlink(file).catch(() => undefined);
+    }
+  }
+}
+
+function leftOf(item: OutboxItem): number {
+  const p = item.payload as UploadPayload;
+  const prog = item.progress as { urls?: string[]; done?: number[] } | null | undefined;
+  if (!prog?.urls || !prog.done) return p.size;
+  const chunk = Math.ceil(p.size / prog.urls.length);
+  return Math.max(0, p.size - prog.done.length * chunk);
+}

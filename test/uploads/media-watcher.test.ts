@@ -1,0 +1,312 @@
+// The media watcher on a FakeClock over real temp dirs: the settle rules
+// (still for settleMs, or old on arrival), scratch names, channel folders,
+// one report per (dev, ino, size, mtime), symlinks, a dir that comes late,
+// and watch events that bring a scan forward without ever crashing it.
+// mtimes are set from the fake wall clock, so "how old" is the test's call.
+import { afterAll, afterEach, describe, expect, test } from '@jest/globals';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createLogger } from '../../agent/lib/logger.js';
+import { MEDIA_EVENT_COALESCE_MS, MediaWatcher, type MediaWatcherOptions, type ReadyFile, type WatchMediaDir } from '../../agent/uploads/media-watcher.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+const SETTLE = 10_000;
+const TICK = 5_000;
+const temps: string[] = [];
+const watchers: MediaWatcher[] = [];
+afterEach(() => {
+  for (const w of watchers.splice(0)) w.stop();
+});
+afterAll(() => {
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+});
+
+function setup(extra: Partial<MediaWatcherOptions> = {}, make = true) {
+  const base = mkdtempSync(path.join(tmpdir(), 'c2c-media-'));
+  temps.push(base);
+  const dir = path.join(base, 'media');
+  if (make) mkdirSync(dir);
+  const clock = new FakeClock(1_000_000, Date.UTC(2026, 0, 1));
+  const seen: ReadyFile[] = [];
+  const w = new MediaWatcher({ dir, channelKeys: ['video', 'audio'], clock, settleMs: SETTLE, intervalMs: TICK, watch: null, onReady: (f) => seen.push(f), ...extra });
+  watchers.push(w);
+  /** Writes (or appends to) `rel` and stamps it `ageMs` before the fake wall clock. */
+  const put = (rel: string, data = 'x', ageMs = 0, append = false): string => {
+    const p = path.join(dir, rel);
+    mkdirSync(path.dirname(p), { recursive: true });
+    (append ? appendFileSync : writeFileSync)(p, data);
+    stamp(p, ageMs);
+    return p;
+  };
+  const stamp = (p: string, ageMs: number): void => {
+    const t = (clock.wallNow() - ageMs) / 1000;
+    utimesSync(p, t, t);
+  };
+  const names = (): string[] => seen.map((f) => f.name);
+  return { base, dir, clock, seen, w, put, stamp, names };
+}
+
+const OLD = 3_600_000;
+
+describe('MediaWatcher: when a file is ready', () => {
+  test('a file that holds still is ready settleMs after it was first seen, not before', async () => {
+    const { clock, w, put, names } = setup();
+    put('A001.mp4', 'abc');
+    w.start();
+    await clock.advance(SETTLE - 1);
+    expect(names()).toEqual([]);
+    await clock.advance(1);
+    expect(names()).toEqual(['A001.mp4']);
+  });
+
+  test('a growing file is not ready until it stops growing for settleMs', async () => {
+    const { clock, w, put, seen } = setup();
+    put('A002.mp4', 'a');
+    w.start();
+    for (let i = 0; i < 6; i++) {
+      await clock.advance(TICK - 1);
+      put('A002.mp4', 'b', 0, true);
+      await clock.advance(1);
+    }
+    expect(seen).toEqual([]);
+    // Last change seen at the last tick: ready settleMs later.
+    await clock.advance(SETTLE - 1);
+    expect(seen).toEqual([]);
+    await clock.advance(1);
+    expect(seen).toMatchObject([{ name: 'A002.mp4', size: 7 }]);
+  });
+
+  test('a file whose mtime is already older than settleMs is ready at once', () => {
+    const { dir, w, put, seen } = setup();
+    const p = put('B001.wav', 'hello', OLD);
+    w.start();
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatchObject({ path: p, name: 'B001.wav', size: 5, mtimeMs: expect.any(Number), ino: expect.any(Number), dev: expect.any(Number) });
+    expect(seen[0]!.channelKey).toBeUndefined();
+    expect(path.dirname(seen[0]!.path)).toBe(dir);
+  });
+
+  test('dot files, .part and .tmp names, and directories are never reported', async () => {
+    const { clock, w, put, names } = setup();
+    for (const n of ['.hidden.mp4', 'C001.mp4.part', 'C002.MP4.PART', 'C003.tmp', 'C004.TMP', 'other/C005.mp4']) put(n, 'x', OLD);
+    w.start();
+    await clock.advance(SETTLE * 3);
+    expect(names()).toEqual([]);
+  });
+
+  test('x.part renamed to x.mp4: ready at once when written long ago, after settleMs when fresh', async () => {
+    const { dir, clock, w, put, names } = setup();
+    put('D001.mp4.part', 'x', OLD);
+    put('D002.mp4.part', 'y');
+    w.start();
+    await clock.advance(TICK);
+    renameSync(path.join(dir, 'D001.mp4.part'), path.join(dir, 'D001.mp4'));
+    renameSync(path.join(dir, 'D002.mp4.part'), path.join(dir, 'D002.mp4'));
+    put('D003.mp4.part', 'z');
+    await clock.advance(TICK);
+    expect(names()).toEqual(['D001.mp4']);
+    await clock.advance(SETTLE);
+    expect(names()).toEqual(['D001.mp4', 'D002.mp4']);
+  });
+
+  test('several ready at once are reported oldest first', () => {
+    const { w, put, names } = setup();
+    put('new.mp4', 'x', OLD);
+    put('older.mp4', 'x', OLD * 2);
+    put('video/oldest.mp4', 'x', OLD * 3);
+    w.start();
+    expect(names()).toEqual(['oldest.mp4', 'older.mp4', 'new.mp4']);
+  });
+});
+
+describe('MediaWatcher: folders', () => {
+  test("a channel's sub-folder sets channelKey; other folders and anything deeper are ignored", () => {
+    const { w, put, seen } = setup();
+    put('video/V1.mov', 'x', OLD);
+    put('audio/S1.wav', 'x', OLD + 1);
+    put('top.mp4', 'x', OLD + 2);
+    put('misc/M1.mp4', 'x', OLD);
+    put('video/deeper/V2.mov', 'x', OLD);
+    w.start();
+    expect(seen.map((f) => [f.name, f.channelKey])).toEqual([
+      ['top.mp4', undefined],
+      ['S1.wav', 'audio'],
+      ['V1.mov', 'video'],
+    ]);
+  });
+
+  test('a missing media dir is fine: files are found once it exists', async () => {
+    const { dir, clock, w, put, names } = setup({}, false);
+    w.start();
+    await clock.advance(TICK * 2);
+    expect(names()).toEqual([]);
+    mkdirSync(dir);
+    put('late.mp4', 'x', OLD);
+    put('audio/late.wav', 'x', OLD - 1);
+    await clock.advance(TICK);
+    expect(names()).toEqual(['late.mp4', 'late.wav']);
+    // And it may go away again (card pulled) without harm.
+    rmSync(dir, { recursive: true });
+    await clock.advance(TICK * 2);
+    expect(names()).toHaveLength(2);
+  });
+
+  test('symlinks count only when they resolve to a regular file inside the dir', () => {
+    const { base, dir, w, put, names } = setup();
+    const inside = put('real.mp4', 'x', OLD);
+    mkdirSync(path.join(dir, 'video'));
+    symlinkSync(inside, path.join(dir, 'video', 'link-in.mp4'));
+    writeFileSync(path.join(base, 'secret.txt'), 'not yours');
+    utimesSync(path.join(base, 'secret.txt'), 0, 0);
+    symlinkSync(path.join(base, 'secret.txt'), path.join(dir, 'link-out.txt'));
+    symlinkSync(path.join(dir, 'nowhere'), path.join(dir, 'dangling.mp4'));
+    symlinkSync(path.join(dir, 'video'), path.join(dir, 'link-dir'));
+    w.start();
+    // One file behind two names is still one file.
+    expect(names()).toHaveLength(1);
+    expect(['real.mp4', 'link-in.mp4']).toContain(names()[0]);
+  });
+});
+
+describe('MediaWatcher: once per file version', () => {
+  test('reported once, even when renamed; rewritten means reported again', async () => {
+    const { dir, clock, w, put, stamp, seen } = setup();
+    put('E001.mp4', 'one', OLD);
+    w.start();
+    await clock.advance(SETTLE * 3);
+    expect(seen).toHaveLength(1);
+    renameSync(path.join(dir, 'E001.mp4'), path.join(dir, 'E001-renamed.mp4'));
+    await clock.advance(SETTLE * 3);
+    expect(seen).toHaveLength(1);
+
+    put('E001-renamed.mp4', 'two', 0, true);
+    await clock.advance(SETTLE + TICK);
+    expect(seen.map((f) => [f.name, f.size])).toEqual([
+      ['E001.mp4', 3],
+      ['E001-renamed.mp4', 6],
+    ]);
+    expect(seen[1]!.ino).toBe(seen[0]!.ino);
+    // Same size, new mtime: a new version too.
+    stamp(path.join(dir, 'E001-renamed.mp4'), 5);
+    await clock.advance(SETTLE + TICK);
+    expect(seen).toHaveLength(3);
+  });
+
+  test('a listener that throws is logged and the watcher carries on', async () => {
+    const lines: string[] = [];
+    const { clock, w, put } = setup({
+      onReady: () => {
+        throw new Error('queue full');
+      },
+      logger: createLogger('debug', { write: (l: string) => void lines.push(l) }),
+    });
+    put('F001.mp4', 'x', OLD);
+    w.start();
+    expect(lines.some((l) => l.includes('media ready listener failed') && l.includes('queue full'))).toBe(true);
+    put('F002.mp4', 'x', OLD);
+    await clock.advance(TICK);
+    expect(lines.filter((l) => l.includes('media ready listener failed'))).toHaveLength(2);
+  });
+
+  test('stop cancels every timer and closes the watches', async () => {
+    const closed: string[] = [];
+    const watch: WatchMediaDir = (d) => ({ close: () => void closed.push(d) });
+    const { clock, w, put, dir } = setup({ watch });
+    put('video/G001.mp4', 'x');
+    w.start();
+    expect(clock.pendingCount).toBeGreaterThan(0);
+    w.stop();
+    expect(clock.pendingCount).toBe(0);
+    expect(closed.sort()).toEqual([dir, path.join(dir, 'video')]);
+  });
+});
+
+describe('MediaWatcher: watches and read errors', () => {
+  interface FakeWatch {
+    dir: string;
+    fire: (type: string, name: string | undefined) => void;
+    die: (err: unknown) => void;
+  }
+
+  test('an event brings the scan forward, coalesced; changes of a file already waiting do not', async () => {
+    const armed: FakeWatch[] = [];
+    const watch: WatchMediaDir = (dir, fire, die) => {
+      armed.push({ dir, fire, die });
+      return { close: () => undefined };
+    };
+    const { dir, clock, w, put, names } = setup({ watch, intervalMs: 3_600_000 });
+    put('growing.mp4', 'x');
+    w.start();
+    expect(armed.map((a) => a.dir)).toEqual([dir]);
+    const root = armed[0]!;
+    const before = clock.pendingCount;
+    root.fire('change', 'growing.mp4');
+    root.fire('change', 'H001.mp4.part');
+    expect(clock.pendingCount).toBe(before);
+
+    put('H002.mp4', 'x', OLD);
+    root.fire('rename', 'H002.mp4');
+    root.fire('rename', 'H002.mp4');
+    root.fire('change', undefined);
+    expect(clock.pendingCount).toBe(before + 1);
+    await clock.advance(MEDIA_EVENT_COALESCE_MS);
+    expect(names()).toEqual(['H002.mp4']);
+  });
+
+  test('a watch that cannot start or dies never crashes the watcher; it is armed again by the tick', async () => {
+    let calls = 0;
+    const armed: FakeWatch[] = [];
+    const watch: WatchMediaDir = (dir, fire, die) => {
+      calls += 1;
+      if (calls === 1) throw Object.assign(new Error('no inotify watches left'), { code: 'ENOSPC' });
+      armed.push({ dir, fire, die });
+      return { close: () => undefined };
+    };
+    const { clock, w, put, names } = setup({ watch });
+    w.start();
+    await clock.advance(TICK);
+    expect(armed).toHaveLength(1);
+    put('I001.mp4', 'x', OLD);
+    armed[0]!.die(new Error('EIO'));
+    expect(names()).toEqual(['I001.mp4']);
+    // No re-arm until the next tick: a failing watch cannot spin.
+    expect(armed).toHaveLength(1);
+    await clock.advance(TICK);
+    expect(armed).toHaveLength(2);
+  });
+
+  test('the real fs.watch brings a scan forward', async () => {
+    const { clock, w, put, names } = setup({ watch: undefined, intervalMs: 3_600_000 });
+    w.start();
+    put('J001.mp4', 'x', OLD);
+    for (let i = 0; i < 100 && names().length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      await clock.advance(MEDIA_EVENT_COALESCE_MS);
+    }
+    expect(names()).toEqual(['J001.mp4']);
+  });
+
+  test('a folder that cannot be read is logged once, keeps its waiting files, and is read again later', async () => {
+    const lines: string[] = [];
+    let broken = false;
+    const { dir, clock, w, put, names } = setup({
+      readdir: (d) => {
+        if (broken && d === dir) throw Object.assign(new Error('EIO: i/o error'), { code: 'EIO' });
+        return readdirSync(d);
+      },
+      logger: createLogger('debug', { write: (l: string) => void lines.push(l) }),
+    });
+    put('K001.mp4', 'x');
+    w.start();
+    broken = true;
+    await clock.advance(TICK * 3);
+    expect(lines.filter((l) => l.includes('cannot read a media directory'))).toHaveLength(1);
+    expect(names()).toEqual([]);
+    broken = false;
+    // The settle clock kept running through the outage: ready on the first good look.
+    await clock.advance(TICK);
+    expect(names()).toEqual(['K001.mp4']);
+    expect(lines.some((l) => l.includes('media directory readable again'))).toBe(true);
+  });
+});
