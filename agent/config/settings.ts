@@ -28,6 +28,8 @@ export interface SettingsOptions {
   mediaDir?: string;
   mediaSettleSeconds?: string;
   deleteAfterUpload?: string;
+  uploadWindowCron?: string;
+  uploadWindowMinutes?: string;
 }
 
 export interface LoadSettingsOptions {
@@ -59,10 +61,12 @@ const TABLE: Record<Key, { flag: string; env: string; configKey?: string; isPath
   mediaDir: { flag: '--media-dir', env: 'C2C_MEDIA_DIR', configKey: 'mediaDir', isPath: true },
   mediaSettleSeconds: { flag: '--media-settle-seconds', env: 'C2C_MEDIA_SETTLE_SECONDS', configKey: 'mediaSettleSeconds' },
   deleteAfterUpload: { flag: '--delete-after-upload', env: 'C2C_DELETE_AFTER_UPLOAD', configKey: 'deleteAfterUpload' },
+  uploadWindowCron: { flag: '--upload-window-cron', env: 'C2C_UPLOAD_WINDOW_CRON', configKey: 'uploadWindowCron' },
+  uploadWindowMinutes: { flag: '--upload-window-minutes', env: 'C2C_UPLOAD_WINDOW_MINUTES', configKey: 'uploadWindowMinutes' },
 };
 
 /** Config keys whose JSON value is a number or a boolean rather than a string (read as their text). */
-const NON_STRING_KEYS: Record<string, 'number' | 'boolean'> = { queueMaxBytes: 'number', mediaSettleSeconds: 'number', deleteAfterUpload: 'boolean' };
+const NON_STRING_KEYS: Record<string, 'number' | 'boolean'> = { queueMaxBytes: 'number', mediaSettleSeconds: 'number', deleteAfterUpload: 'boolean', uploadWindowMinutes: 'number' };
 
 /** Command-line flag for each settings option, for the CLI's shared parser. */
 export const SETTINGS_FLAGS: Record<keyof SettingsOptions, string> = {
@@ -194,6 +198,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const mediaDir = mediaFound === undefined ? undefined : pathSetting('mediaDir', () => ({ value: '', source: 'default' }));
   const mediaSettleSeconds = resolveSettle(find('mediaSettleSeconds'), sources);
   const deleteAfterUpload = resolveBoolean(find('deleteAfterUpload'), 'deleteAfterUpload', sources);
+  const uploadWindow = resolveWindow(find('uploadWindowCron'), find('uploadWindowMinutes'), sources);
   const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
   const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
 
@@ -225,6 +230,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
     sources,
   };
   if (mediaDir !== undefined) settings.mediaDir = mediaDir;
+  if (uploadWindow !== undefined) settings.uploadWindow = uploadWindow;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;
   const token = envValue('C2C_TOKEN');
@@ -290,6 +296,19 @@ function resolveSettle(found: Found | undefined, sources: Record<string, string>
   const n = /^\s*\d+(\.\d+)?\s*$/.test(found.value) ? Number(found.value) : NaN;
   if (!(n >= 0 && n <= 3600)) throw configError(`media settle time ${quote(found.value)} from ${found.source} must be a number of seconds from 0 to 3600`, found.source);
   return n;
+}
+
+/** Both or neither: a cron without a length (or the other way round) is a mistake, not a default. */
+function resolveWindow(cron: Found | undefined, minutes: Found | undefined, sources: Record<string, string>): Settings['uploadWindow'] {
+  if (cron === undefined && minutes === undefined) return undefined;
+  if (cron === undefined || minutes === undefined) {
+    const given = (cron ?? minutes) as Found;
+    throw configError(`the upload window needs both uploadWindowCron and uploadWindowMinutes; only one was given (${given.source})`, given.source);
+  }
+  const n = /^\s*\d+\s*$/.test(minutes.value) ? Number(minutes.value) : NaN;
+  if (!(n >= 1 && n <= 24 * 60)) throw configError(`upload window length ${quote(minutes.value)} from ${minutes.source} must be whole minutes from 1 to 1440`, minutes.source);
+  sources.uploadWindow = cron.source;
+  return { cron: cron.value, minutes: n, source: cron.source };
 }
 
 function resolveBoolean(found: Found | undefined, key: string, sources: Record<string, string>): boolean {

@@ -28,6 +28,8 @@ export interface Settings {
   mediaSettleSeconds: number;
   /** Remove each clip once its upload completed. */
   deleteAfterUpload: boolean;
+  /** Uploads run only inside this window (cron start, length in minutes), once the wall clock is known good. */
+  uploadWindow?: { cron: string; minutes: number; source: string };
   /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
   sources: Record<string, string>;
 }

@@ -23,6 +23,7 @@ import { acquireRunLock } from './runtime/run-lock.js';
 import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
 import { buildUnits } from './units.js';
+import { checkUploadWindow } from '../uploads/upload-window.js';
 import { readBootId } from '../outbox/outbox.js';
 
 /** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
@@ -75,6 +76,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
   const logger = createLogger(settings.logLevel);
   const clock = new SystemClock(settings.timeScale);
+  if (settings.uploadWindow !== undefined) await checkUploadWindow(settings.uploadWindow);
   await prepareRuntimeDir(settings.runtimeDir);
   const lock = acquireRunLock(settings.runtimeDir);
   if (lock.kind === 'held') {

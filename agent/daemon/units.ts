@@ -20,6 +20,7 @@ import { MediaWatcher } from '../uploads/media-watcher.js';
 import { UploadedIndex } from '../uploads/uploaded-index.js';
 import { UploadsUnit } from '../uploads/uploads-unit.js';
 import { UploadWorker } from '../uploads/upload-worker.js';
+import { UploadWindow } from '../uploads/upload-window.js';
 import { OutboxUnit } from '../outbox/outbox-unit.js';
 import { Controller, type ControllerDeps } from './controller.js';
 import { boundsOf } from './heartbeat/policy.js';
@@ -80,6 +81,12 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   const index = new UploadedIndex(settings.stateDir, { logger });
   // eslint-disable-next-line prefer-const -- the worker and the watcher reach the unit built after them
   let uploads: UploadsUnit;
+  let dispatcher: Dispatcher | undefined;
+  const win = settings.uploadWindow;
+  const window =
+    win === undefined
+      ? undefined
+      : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => dispatcher?.kick(), logger });
   const uploadWorker = new UploadWorker({
     assets: api.assets,
     storage,
@@ -90,10 +97,11 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     index,
     deleteAfterUpload: settings.deleteAfterUpload,
     onBytes: (n) => uploads.bytesSent(n),
+    ...(window && { windowOpen: () => window.isOpen() }),
     logger,
   });
 
-  const dispatcher = new Dispatcher({
+  dispatcher = new Dispatcher({
     outbox,
     workers: [sync, uploadWorker],
     clock,
@@ -116,7 +124,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           onReady: (f) => uploads.fileReady({ ...f, ...fileTypeOf(f.name) }),
           logger,
         });
-  uploads = new UploadsUnit({ ...(watcher && { watcher }), index, outbox: outboxUnit, queueDir, clock, logger, changed: () => status.refresh(), close: () => storage.close() });
+  uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, clock, logger, changed: () => status.refresh(), close: () => storage.close() });
   const detector = new ChannelDetector({
     specs,
     hostRoot: settings.hostRoot,

@@ -16,6 +16,8 @@ export interface Worker {
   readonly kind: string;
   /** One attempt; rejects are classified like any error (see outcome.ts). */
   run(item: OutboxItem, signal: AbortSignal): Promise<Outcome>;
+  /** False while this kind must wait (uploads outside their window); the others go on. */
+  ready?(): boolean;
 }
 
 /** The part of the outbox the dispatcher needs. */
@@ -112,8 +114,9 @@ export class Dispatcher {
     const window = this.d.window ?? 2;
     const busy = new Map<string, number>();
     for (const f of this.inFlight.values()) busy.set(f.kind, (busy.get(f.kind) ?? 0) + 1);
+    const waiting = new Set(this.d.workers.filter((w) => w.ready !== undefined && !w.ready()).map((w) => w.kind));
     for (const item of this.d.outbox.pending()) {
-      if (this.inFlight.has(item.id) || (busy.get(item.kind) ?? 0) >= window) continue;
+      if (this.inFlight.has(item.id) || waiting.has(item.kind) || (busy.get(item.kind) ?? 0) >= window) continue;
       busy.set(item.kind, (busy.get(item.kind) ?? 0) + 1);
       this.launch(item);
     }

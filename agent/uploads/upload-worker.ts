@@ -52,6 +52,8 @@ export interface UploadWorkerDeps {
   index: { has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
   deleteAfterUpload: boolean;
   chunksInFlight?: number;
+  /** The upload window: uploads wait while it is closed (absent: always open). */
+  windowOpen?: () => boolean;
   /** Bytes as they leave, for the status line's rate. */
   onBytes?: (n: number) => void;
   logger?: Logger;
@@ -64,6 +66,10 @@ export class UploadWorker implements Worker {
   readonly kind = UPLOAD_KIND;
 
   constructor(private readonly d: UploadWorkerDeps) {}
+
+  ready(): boolean {
+    return this.d.windowOpen?.() ?? true;
+  }
 
   async run(item: OutboxItem, signal: AbortSignal): Promise<Outcome> {
     const p = item.payload as UploadPayload;

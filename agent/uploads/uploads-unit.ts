@@ -16,6 +16,8 @@ import { UPLOAD_KIND, type FileIdentity, type UploadPayload } from './upload-wor
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
   watcher?: { start(): void; stop(): void };
+  /** The upload window, when one is configured. */
+  window?: { start(): Promise<void>; stop(): void };
   index: { load(): Promise<void>; has(f: FileIdentity): boolean };
   outbox: { put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
   queueDir: string;
@@ -46,6 +48,7 @@ export class UploadsUnit implements DaemonUnit {
     this.work = this.d.index.load().then(
       () => {
         if (!this.running) return;
+        void this.d.window?.start().catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot start the upload window; uploads run at any time'));
         this.d.watcher?.start();
         this.poll();
       },
@@ -57,6 +60,7 @@ export class UploadsUnit implements DaemonUnit {
     this.running = false;
     this.timer?.cancel();
     this.d.watcher?.stop();
+    this.d.window?.stop();
     await this.work;
     this.d.close?.();
   }

@@ -90,6 +90,19 @@ describe('precedence: option > environment > config > default', () => {
     expect(fails({ apiUrl: 'https://a.example' }, { C2C_QUEUE_MAX_BYTES: '4MB' })).toContain('from environment C2C_QUEUE_MAX_BYTES');
   });
 
+  it('media and upload settings: defaults, JSON numbers and booleans in the config file, bad values named', () => {
+    const dflt = load({ apiUrl: 'https://a.example' });
+    expect([dflt.mediaDir, dflt.mediaSettleSeconds, dflt.deleteAfterUpload, dflt.uploadWindow]).toEqual([undefined, 10, false, undefined]);
+    const f = configWith('media.json', { apiUrl: 'https://a.example', mediaDir: 'clips', mediaSettleSeconds: 3, deleteAfterUpload: true, uploadWindowCron: '0 22 * * *', uploadWindowMinutes: 240 });
+    const s = load({}, { C2C_CONFIG: f });
+    expect([s.mediaDir, s.mediaSettleSeconds, s.deleteAfterUpload]).toEqual([path.join(tmp.dir, 'clips'), 3, true]);
+    expect(s.uploadWindow).toEqual({ cron: '0 22 * * *', minutes: 240, source: `config ${f} key uploadWindowCron` });
+    expect(fails({ apiUrl: 'https://a.example', deleteAfterUpload: 'yes' })).toContain("deleteAfterUpload 'yes' from --delete-after-upload must be true or false");
+    expect(fails({ apiUrl: 'https://a.example', mediaSettleSeconds: '-1' })).toContain('from --media-settle-seconds must be a number of seconds from 0 to 3600');
+    expect(fails({ apiUrl: 'https://a.example', uploadWindowCron: '0 22 * * *' })).toContain('needs both uploadWindowCron and uploadWindowMinutes');
+    expect(fails({ apiUrl: 'https://a.example', uploadWindowCron: '0 22 * * *', uploadWindowMinutes: '0' })).toContain('must be whole minutes from 1 to 1440');
+  });
+
   it('time scale from option or env, on loopback', () => {
     expect(load({ apiUrl: 'http://127.0.0.1:8080', timeScale: '60' }).timeScale).toBe(60);
     expect(load({ apiUrl: 'http://localhost:1' }, { C2C_TIME_SCALE: '0.5' }).timeScale).toBe(0.5);

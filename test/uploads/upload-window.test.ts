@@ -1,0 +1,49 @@
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { FakeClock } from '../support/fake-clock.js';
+import { checkUploadWindow, UploadWindow } from '../../agent/uploads/upload-window.js';
+import { AgentError } from '../../agent/lib/errors.js';
+
+const NOON = Date.UTC(2026, 5, 15, 12, 0, 30);
+const MIN = 60_000;
+let windows: UploadWindow[] = [];
+afterEach(() => {
+  for (const w of windows) w.stop();
+  windows = [];
+});
+
+async function started(cron: string, minutes: number, offset: number | undefined, opened: () => void = () => {}): Promise<{ w: UploadWindow; clock: FakeClock }> {
+  const clock = new FakeClock(1_000_000, NOON);
+  const w = new UploadWindow({ cron, minutes, source: 'test', clock, clockOffsetMs: () => offset, onOpen: opened, timesyncFlag: '/nonexistent/flag' });
+  windows.push(w);
+  await w.start();
+  return { w, clock };
+}
+
+describe('upload window', () => {
+  it('a bad expression is a configuration error (exit 78) naming its source', async () => {
+    await expect(checkUploadWindow({ cron: 'every night', source: 'config /etc/c.json key uploadWindowCron' })).rejects.toMatchObject({ kind: 'config', exitCode: 78 });
+    await expect(checkUploadWindow({ cron: 'every night', source: 'x' })).rejects.toBeInstanceOf(AgentError);
+    await expect(checkUploadWindow({ cron: '0 22 * * *', source: 'x' })).resolves.toBeUndefined();
+  });
+
+  it('closed outside the window once the clock is known good, and opened for the rest of a window it started inside', async () => {
+    const outside = await started('0 3 * * *', 60, 0);
+    expect(outside.w.isOpen()).toBe(false);
+    let opened = 0;
+    // 11:30 plus 60 minutes reaches 12:00:30: started 30.5 minutes into the window, 29.5 left.
+    const inside = await started('30 11 * * *', 60, 0, () => opened++);
+    expect(opened).toBe(1);
+    expect(inside.w.isOpen()).toBe(true);
+    await inside.clock.advance(29 * MIN);
+    expect(inside.w.isOpen()).toBe(true);
+    await inside.clock.advance(1 * MIN);
+    expect(inside.w.isOpen()).toBe(false);
+  });
+
+  it('ignored (uploads run) while the wall clock is not known good', async () => {
+    const skewed = await started('0 3 * * *', 60, 10 * MIN);
+    expect(skewed.w.isOpen()).toBe(true);
+    const unknown = await started('0 3 * * *', 60, undefined);
+    expect(unknown.w.isOpen()).toBe(true);
+  });
+});
