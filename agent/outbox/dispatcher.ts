@@ -143,6 +143,17 @@ export class Dispatcher {
       });
   }
 
+  /**
+   * The outcome is in the outbox's memory at once (the item is no longer
+   * pending); its record reaches flash with the next group commit. Waiting for
+   * that would hold the slot half a second per item and cap replay far below
+   * the service's rate limit; a crash before it only replays an item whose
+   * work is idempotent (a sync, an upload the index knows).
+   */
+  private record(item: OutboxItem, written: Promise<void>): void {
+    written.catch((err: unknown) => this.d.logger?.warn({ id: item.id, err: String(err) }, 'cannot record an outbox outcome'));
+  }
+
   private async attempt(item: OutboxItem, ac: AbortController): Promise<void> {
     const worker = this.d.workers.find((w) => w.kind === item.kind);
     const outcome: Outcome = worker ? await worker.run(item, ac.signal).catch((err: unknown) => classify(err)) : { result: 'dead', reason: `no worker for kind '${item.kind}'` };
@@ -151,12 +162,12 @@ export class Dispatcher {
       this.attempts.delete(item.id);
       this.failures = 0;
       this.rateLimits = 0;
-      return this.d.outbox.done(item.id, outcome.note);
+      return this.record(item, this.d.outbox.done(item.id, outcome.note));
     }
     if (outcome.result === 'dead') {
       this.attempts.delete(item.id);
       this.d.logger?.warn({ id: item.id, kind: item.kind, reason: outcome.reason }, `outbox item dead-lettered: ${outcome.reason}`);
-      return this.d.outbox.dead(item.id, outcome.reason);
+      return this.record(item, this.d.outbox.dead(item.id, outcome.reason));
     }
     const e = outcome.error;
     const a = { count: (this.attempts.get(item.id)?.count ?? 0) + 1, lastError: e.message };
@@ -164,7 +175,7 @@ export class Dispatcher {
       this.attempts.delete(item.id);
       const reason = `gave up after ${a.count} attempts: ${e.message}`;
       this.d.logger?.warn({ id: item.id, kind: item.kind }, `outbox item dead-lettered: ${reason}`);
-      return this.d.outbox.dead(item.id, reason);
+      return this.record(item, this.d.outbox.dead(item.id, reason));
     }
     this.attempts.set(item.id, a);
     if (e.kind === 'unauthorized' && this.d.refresh) {
