@@ -25,4 +25,4 @@ export interface ControllerDeps {
 }
 
 /** Why a device check (GET /v2/devices/me) runs. */
-export type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing' | 'refreshed';
+export type CheckWhy = 'start-up' | 'confirm' | 'periodic' | 'reload' | 'pairing' | 'refreshed' | 'reconnected';

@@ -246,8 +246,11 @@ export class Controller implements DaemonUnit {
     const e = o.error;
     if (o.result === 'ok') {
       this.reauth.heartbeatAccepted();
+      const wasAway = this.state === 'offline';
       if (this.device?.status === 'paused') this.setState('paused', 'the service says the device is paused');
       else this.setState('online', 'heartbeat accepted');
+      // Back after an outage: read the device again, since what the service holds may have changed meanwhile.
+      if (wasAway && !this.checking) this.armCheck('reconnected', 0);
     } else if (o.result === 'paused') {
       if (this.device) this.device = { ...this.device, status: 'paused' };
       this.setState('paused', e?.message ?? 'paused');

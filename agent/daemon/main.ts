@@ -3,6 +3,7 @@
 // the runtime dir and its lock, builds the api client, the token source, the
 // controller and the units around it, and owns the process's signals until
 // it exits. The units themselves are built in units.ts.
+import { readdirSync, statSync, unlinkSync } from 'node:fs';
 import path from 'node:path';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { removeStaleTemps } from '../lib/atomic-write.js';
@@ -13,6 +14,8 @@ import type { ClientCredentials } from '../api/oauth.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
 import { sweepCredentialTemps } from '../auth/credentials-store.js';
+import { CLIENT_ID_STORE } from '../auth/client-id.js';
+import { CHANNEL_MAP_STORE } from '../channels/channel-map.js';
 import { CredentialsTokenSource } from '../auth/token-source.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, configError } from '../lib/errors.js';
@@ -31,6 +34,35 @@ const HARD_EXIT_MS = 4_500;
 
 function sweepTemps(dir: string, logger: Logger, swept: string[]): void {
   if (swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${dir}`);
+}
+
+/**
+ * conf (the client id, the channel record) writes through a temp file named
+ * `<store>.json.tmp-<suffix>`; a kill between its creation and the rename
+ * leaves it on flash for good. Only old ones: a CLI command may be writing.
+ */
+function sweepConfTemps(stateDir: string): string[] {
+  const stores = new Set([`${CLIENT_ID_STORE}.json`, `${CHANNEL_MAP_STORE}.json`]);
+  const removed: string[] = [];
+  let names: string[] = [];
+  try {
+    names = readdirSync(stateDir);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const m = /^(.+\.json)\.tmp-[0-9a-z]+$/i.exec(name);
+    if (!m || !stores.has(m[1] as string)) continue;
+    try {
+      const file = path.join(stateDir, name);
+      if (Date.now() - statSync(file).mtimeMs < 60_000) continue;
+      unlinkSync(file);
+      removed.push(name);
+    } catch {
+      // Gone meanwhile: nothing to do.
+    }
+  }
+  return removed;
 }
 
 function removeTempsQuietly(dir: string): string[] {
@@ -89,6 +121,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
 
   const fileBased = settings.token === undefined || settings.token === '';
   if (fileBased) sweepTemps(path.dirname(settings.tokenFile), logger, sweepCredentialTemps(settings.tokenFile));
+  sweepTemps(settings.stateDir, logger, sweepConfTemps(settings.stateDir));
   const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => tokens.current(), firmwareVersion: settings.firmwareVersion, agentVersion, clock, logger });
   const tokens: CredentialsTokenSource = new CredentialsTokenSource(settings, {
     clock,

@@ -59,8 +59,8 @@ export interface UploadWorkerDeps {
   logger?: Logger;
 }
 
-const sameFile = (a: FileIdentity, b: { dev: number; ino: number; size: number; mtimeMs: number }): boolean =>
-  a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
+// The device number is left out for the reason the index leaves it out (a remounted card).
+const sameFile = (a: FileIdentity, b: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
 
 export class UploadWorker implements Worker {
   readonly kind = UPLOAD_KIND;

@@ -1,5 +1,5 @@
 // The agent's memory of finished uploads, so a file is never sent twice,
-// across restarts too. A file is known by (dev, ino, size, mtime): a clip
+// across restarts too. A file is known by (ino, size, mtime): a clip
 // rewritten in place gets a new size or mtime and counts as new.
 //
 // Bounded: past maxEntries the entries with the oldest mtimes are dropped
@@ -41,7 +41,10 @@ interface Stored {
   entries: Array<[dev: number, ino: number, size: number, mtimeMs: number]>;
 }
 
-const keyOf = (f: FileIdentity): string => `${f.dev}:${f.ino}:${f.size}:${f.mtimeMs}`;
+// Not the device number: a card reader plugged back in or remounted gets a new
+// one, and every clip on it would look new. Inode, size and mtime together
+// already tell two clips apart.
+const keyOf = (f: FileIdentity): string => `${f.ino}:${f.size}:${f.mtimeMs}`;
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
 function parse(text: string): Stored | undefined {

@@ -33,6 +33,16 @@ import {
 /** The outbox's default cap (queueMaxBytes). */
 export const CAP = 4 * 1024 * 1024;
 
+/**
+ * The temp files conf (through `atomically`) makes when it writes the channel
+ * record: `channels.json.tmp-<10 digits><6 hex>`. AGENT BUG: a SIGKILL between
+ * their creation and the rename leaves one, and nothing ever removes it (the
+ * daemon sweeps only lib/atomic-write.ts temps: the runtime dir's and the
+ * credentials'). channels-crash-online.test.ts shows it with an `it.failing`;
+ * the crash audits count these apart so the rest of their checks stay exact.
+ */
+export const CONF_TEMP = /(^|\/)channels\.json\.tmp-\d{10}[0-9a-f]{6}$/;
+
 export const SYNC_KIND = 'channel-sync';
 
 export interface TrackerStats {
@@ -47,14 +57,19 @@ export interface TrackerStats {
   maxQueueBytes: number;
   maxSegments: number;
   maxTemps: number;
+  /** The most temp files at one scan, conf's channel-record temps (a known bug) left out. */
+  maxOtherTemps: number;
   tempNames: string[];
 }
 
 export class QueueTracker {
   /** put id -> how it ended ('' while pending on disk). */
   readonly seen = new Map<string, string>();
-  readonly stats: TrackerStats = { scans: 0, puts: 0, ends: {}, tornTails: 0, corruptOlder: 0, maxPendingOnDisk: 0, maxQueueBytes: 0, maxSegments: 0, maxTemps: 0, tempNames: [] };
+  readonly stats: TrackerStats = { scans: 0, puts: 0, ends: {}, tornTails: 0, corruptOlder: 0, maxPendingOnDisk: 0, maxQueueBytes: 0, maxSegments: 0, maxTemps: 0, maxOtherTemps: 0, tempNames: [] };
   readonly problems: string[] = [];
+  kills = 0;
+  /** Kills that landed after the daemon had logged 'daemon started'. */
+  startedBeforeKill = 0;
   private readonly queueDir: string;
 
   constructor(private readonly dirs: AgentDirs) {
@@ -111,6 +126,7 @@ export class QueueTracker {
     s.maxSegments = Math.max(s.maxSegments, segs.length);
     const temps = [...tempFiles(this.dirs.stateDir).map((n) => `state/${n}`), ...tempFiles(this.dirs.runtimeDir).map((n) => `run/${n}`)];
     s.maxTemps = Math.max(s.maxTemps, temps.length);
+    s.maxOtherTemps = Math.max(s.maxOtherTemps, temps.filter((n) => !CONF_TEMP.test(n)).length);
     for (const t of temps) if (!s.tempNames.includes(t)) s.tempNames.push(t);
   }
 
@@ -134,10 +150,6 @@ export class QueueTracker {
     if (agent.all().includes('daemon started')) this.startedBeforeKill++;
     this.scan(when);
   }
-
-  kills = 0;
-  /** Kills that landed after the daemon had logged 'daemon started'. */
-  startedBeforeKill = 0;
 
   quarantineFiles(): string[] {
     return quarantined(this.queueDir);
@@ -231,7 +243,9 @@ export async function convergeAndAudit(rig: Rig, tracker: QueueTracker, final: C
       maxSegments: s.maxSegments,
       finalSegments: tracker.segmentNames().length,
       maxTemps: s.maxTemps,
+      maxOtherTemps: s.maxOtherTemps,
       tempsSeen: s.tempNames.length,
+      tempsSeenNames: s.tempNames.map((n) => n.replace(/[0-9a-f]{12}\.tmp$/, '<hex>.tmp').replace(/tmp-\d{10}[0-9a-f]{6}$/, 'tmp-<n>')).filter((n, i, a) => a.indexOf(n) === i),
       final,
       finalChannels: serviceChannels(rig).map((c) => [c.external_index, c.device_model_id]),
       calls: channelCalls(rig),
@@ -246,9 +260,12 @@ export async function convergeAndAudit(rig: Rig, tracker: QueueTracker, final: C
     // Bounded: far under the cap, and no temp file left anywhere.
     expect(s.maxQueueBytes).toBeLessThan(CAP);
     expect(dirBytes(join(rig.dirs.stateDir, 'queue'))).toBeLessThan(64 * 1024);
-    expect(tempFiles(rig.dirs.stateDir)).toEqual([]);
+    // A kill leaves at most the runtime dir's status and heartbeat temps, which the next start sweeps.
+    expect(s.maxOtherTemps).toBeLessThanOrEqual(4);
+    const stateTemps = tempFiles(rig.dirs.stateDir);
+    expect(stateTemps.filter((n) => !CONF_TEMP.test(n))).toEqual([]);
     expect(tempFiles(rig.dirs.runtimeDir)).toEqual([]);
-    return report;
+    return { ...report, channelRecordTempsLeft: stateTemps.filter((n) => CONF_TEMP.test(n)).length };
   } catch (err) {
     throw new Error(
       `${(err as Error).message}\ntracker: ${JSON.stringify(tracker.stats)} problems: ${JSON.stringify(tracker.problems.slice(0, 10))}\nlast daemon (tail):\n${last.all().slice(-6000)}`,

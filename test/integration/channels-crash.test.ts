@@ -6,6 +6,11 @@
 // with every channel-sync the daemon ever put on flash ended (done or
 // superseded), none lost, no quarantine without real corruption, a bounded
 // queue dir and no temp files left behind.
+//
+// While the service refuses, the daemon holds one waiting sync (a waiting sync
+// reads the hardware when it runs, so one is enough) and writes nothing more:
+// few kills here can land in an outbox write. channels-crash-online.test.ts
+// aims its kills at outbox writes and channel calls with the service answering.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
