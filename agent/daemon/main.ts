@@ -39,10 +39,15 @@ function sweepTemps(dir: string, logger: Logger, swept: string[]): void {
 /**
  * conf (the client id, the channel record) writes through a temp file named
  * `<store>.json.tmp-<suffix>`; a kill between its creation and the rename
- * leaves it on flash for good. Only old ones: a CLI command may be writing.
+ * leaves it on flash for good. The channel record has no writer but the
+ * daemon, which holds the lock now; the client id may be being created by a
+ * CLI command (pair, upload), so only its old temps go.
  */
 function sweepConfTemps(stateDir: string): string[] {
-  const stores = new Set([`${CLIENT_ID_STORE}.json`, `${CHANNEL_MAP_STORE}.json`]);
+  const minAgeMs = new Map([
+    [`${CHANNEL_MAP_STORE}.json`, 0],
+    [`${CLIENT_ID_STORE}.json`, 60_000],
+  ]);
   const removed: string[] = [];
   let names: string[] = [];
   try {
@@ -52,10 +57,11 @@ function sweepConfTemps(stateDir: string): string[] {
   }
   for (const name of names) {
     const m = /^(.+\.json)\.tmp-[0-9a-z]+$/i.exec(name);
-    if (!m || !stores.has(m[1] as string)) continue;
+    const age = m ? minAgeMs.get(m[1] as string) : undefined;
+    if (age === undefined) continue;
     try {
       const file = path.join(stateDir, name);
-      if (Date.now() - statSync(file).mtimeMs < 60_000) continue;
+      if (age > 0 && Date.now() - statSync(file).mtimeMs < age) continue;
       unlinkSync(file);
       removed.push(name);
     } catch {

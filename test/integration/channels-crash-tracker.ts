@@ -35,11 +35,10 @@ export const CAP = 4 * 1024 * 1024;
 
 /**
  * The temp files conf (through `atomically`) makes when it writes the channel
- * record: `channels.json.tmp-<10 digits><6 hex>`. AGENT BUG: a SIGKILL between
- * their creation and the rename leaves one, and nothing ever removes it (the
- * daemon sweeps only lib/atomic-write.ts temps: the runtime dir's and the
- * credentials'). channels-crash-online.test.ts shows it with an `it.failing`;
- * the crash audits count these apart so the rest of their checks stay exact.
+ * record: `channels.json.tmp-<10 digits><6 hex>`. A SIGKILL between their
+ * creation and the rename leaves one until the next start removes it
+ * (channels-crash-online.test.ts checks that); the crash audits count these
+ * apart so the rest of their checks stay exact.
  */
 export const CONF_TEMP = /(^|\/)channels\.json\.tmp-\d{10}[0-9a-f]{6}$/;
 

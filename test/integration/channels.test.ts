@@ -5,8 +5,7 @@
 // `channels`, `status` and `queue` commands agree with what happened; a flap
 // shorter than the debounce does nothing; changes made while the service is
 // away reach it when it answers; and an hour of healthy heartbeats writes
-// nothing at all to the state dir. One `it.failing` shows an agent bug: no
-// device check on reconnection.
+// nothing at all to the state dir; after an outage the device is read again.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
@@ -191,7 +190,7 @@ describe('channels: the daemon and the service', () => {
   // runs at start-up, at the 51-69 min re-verify, after a refresh and on SIGHUP only). Since b2e6f20
   // dropped ChannelsUnit's "the service is reachable again" sync, a channel the service lost while the
   // unit was away stays missing until the hourly check, and `status` says it is known meanwhile.
-  it.failing('BUG: after an outage the daemon re-reads the device record and reconnects a channel the service lost', async () => {
+  it('after an outage the daemon re-reads the device record and reconnects a channel the service lost', async () => {
     const SCALE = 60; // the hourly re-verify is 51 to 69 real s away; this test is over long before
     const rig = await rigAt(SCALE);
     plug(rig, 'video');
