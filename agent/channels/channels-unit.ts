@@ -19,7 +19,7 @@ export interface ChannelsUnitDeps {
   specs: ChannelSpec[];
   detector: { start(): void; stop(): void };
   map: { load(): Promise<ChannelMap> };
-  outbox: { put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
+  outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
   /** Items running right now (a pending sync that is not running will read the new state itself). */
   inFlight: () => string[];
   logger?: Logger;
@@ -89,6 +89,8 @@ export class ChannelsUnit implements DaemonUnit {
   }
 
   private async put(why: string): Promise<void> {
+    // Before the outbox is replayed, pending() does not yet show what a previous run queued.
+    if (!(await this.d.outbox.ready())) return;
     const inFlight = new Set(this.d.inFlight());
     // A waiting sync reads the hardware and the service when it runs: one is enough.
     if (this.d.outbox.pending(CHANNEL_SYNC_KIND).some((i) => !inFlight.has(i.id))) return;

@@ -46,6 +46,11 @@ export class OutboxUnit implements DaemonUnit {
     this.dispatcher.setOpen(REACHABLE.has(snap.state));
   }
 
+  /** Resolves once the outbox was replayed from disk (false when it could not be): pending() is complete from then on. */
+  async ready(): Promise<boolean> {
+    return (await this.opened) ?? false;
+  }
+
   async put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem> {
     if (!(await this.opened)) throw new Error('the outbox is not open');
     const item = await this.outbox.put(kind, payload, opts);

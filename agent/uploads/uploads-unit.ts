@@ -19,7 +19,7 @@ export interface UploadsUnitDeps {
   /** The upload window, when one is configured. */
   window?: { start(): Promise<void>; stop(): void };
   index: { load(): Promise<void>; has(f: FileIdentity): boolean };
-  outbox: { put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
+  outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
   queueDir: string;
   clock: Clock;
   logger?: Logger;
@@ -95,6 +95,8 @@ export class UploadsUnit implements DaemonUnit {
 
   private async queue(p: UploadPayload): Promise<void> {
     if (this.d.index.has(p)) return;
+    // Before the outbox is replayed, pending() does not yet show what a previous run queued.
+    if (!(await this.d.outbox.ready())) return;
     const same = (i: OutboxItem): boolean => {
       const q = i.payload as UploadPayload;
       return q.path === p.path && q.ino === p.ino && q.size === p.size && q.mtimeMs === p.mtimeMs;
