@@ -21,6 +21,7 @@ import { UploadedIndex } from '../uploads/uploaded-index.js';
 import { UploadsUnit } from '../uploads/uploads-unit.js';
 import { UploadWorker } from '../uploads/upload-worker.js';
 import { UploadWindow } from '../uploads/upload-window.js';
+import { UploadUrls } from '../uploads/upload-urls.js';
 import { OutboxUnit } from '../outbox/outbox-unit.js';
 import { Controller, type ControllerDeps } from './controller.js';
 import { boundsOf } from './heartbeat/policy.js';
@@ -87,10 +88,12 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     win === undefined
       ? undefined
       : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => dispatcher?.kick(), logger });
+  const urls = new UploadUrls(queueDir);
   const uploadWorker = new UploadWorker({
     assets: api.assets,
     storage,
     outbox,
+    urls,
     clock,
     serverNow: () => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0),
     channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
@@ -124,7 +127,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           onReady: (f) => uploads.fileReady({ ...f, ...fileTypeOf(f.name) }),
           logger,
         });
-  uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, clock, logger, changed: () => status.refresh(), close: () => storage.close() });
+  uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, urls, clock, logger, changed: () => status.refresh(), close: () => storage.close() });
   const detector = new ChannelDetector({
     specs,
     hostRoot: settings.hostRoot,

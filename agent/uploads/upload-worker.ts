@@ -14,6 +14,7 @@ import type { Worker } from '../outbox/dispatcher.js';
 import { classify, type Outcome } from '../outbox/outcome.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { FileIdentity } from './uploaded-index.js';
+import type { UploadUrls } from './upload-urls.js';
 
 export type { FileIdentity };
 
@@ -32,10 +33,10 @@ export interface UploadPayload extends FileIdentity {
   channelKey?: string;
 }
 
-/** What the outbox remembers between attempts. `createdAt` is by the service's clock. */
+/** What the outbox remembers between attempts (the URLs live in upload-urls.ts). `createdAt` is by the service's clock. */
 export interface UploadProgress {
   assetId: string;
-  urls: string[];
+  parts: number;
   createdAt: number;
   done: number[];
 }
@@ -44,6 +45,7 @@ export interface UploadWorkerDeps {
   assets: Pick<AssetEndpoints, 'create'>;
   storage: Pick<StorageClient, 'put'>;
   outbox: { progress(id: string, data: unknown): Promise<void> };
+  urls: Pick<UploadUrls, 'save' | 'load' | 'remove'>;
   clock: Clock;
   /** The service's clock now (local wall time corrected by the last Date header). */
   serverNow: () => number;
@@ -83,24 +85,29 @@ export class UploadWorker implements Worker {
     if (!sameFile(p, st)) return { result: 'dead', reason: `the file changed under the agent (size or modification time): ${p.path}` };
     if (this.d.index.has(p)) return { result: 'done', note: 'already uploaded' };
     let prog = item.progress as UploadProgress | null | undefined;
+    let urls = prog ? await this.d.urls.load(prog.assetId) : undefined;
     try {
-      if (!prog || this.d.serverNow() - prog.createdAt > UPLOAD_LIFETIME_MS) prog = await this.create(item.id, p, signal);
-      await this.sendChunks(item.id, p, prog, signal);
+      if (!prog || !urls || urls.length !== prog.parts || this.d.serverNow() - prog.createdAt > UPLOAD_LIFETIME_MS) {
+        ({ prog, urls } = await this.create(item.id, p, signal));
+      }
+      await this.sendChunks(item.id, p, prog, urls, signal);
     } catch (err) {
       if (err instanceof AgentError && err.kind === 'paused') return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message}` };
       if (err instanceof AgentError && err.kind === 'forbidden' && prog) {
         // Storage refused the presigned URL (expired or revoked): the next attempt creates the asset again.
         await this.d.outbox.progress(item.id, null);
+        await this.d.urls.remove(prog.assetId);
       }
       return classify(err);
     }
     await this.d.index.add(p);
+    await this.d.urls.remove(prog.assetId);
     if (this.d.deleteAfterUpload) await fs.unlink(p.path).catch(() => undefined);
     this.d.logger?.info({ name: p.name, bytes: p.size, asset: prog.assetId }, 'upload finished');
     return { result: 'done' };
   }
 
-  private async create(id: string, p: UploadPayload, signal: AbortSignal): Promise<UploadProgress> {
+  private async create(id: string, p: UploadPayload, signal: AbortSignal): Promise<{ prog: UploadProgress; urls: string[] }> {
     const channel = p.channelKey === undefined ? undefined : await this.d.channelId(p.channelKey);
     // Seconds since the file was made, on this unit's clock like the file's own mtime.
     const offset = Math.max(0, Math.round((this.d.clock.wallNow() - p.mtimeMs) / 1000));
@@ -110,18 +117,27 @@ export class UploadWorker implements Worker {
         signal,
       )
     ).value;
-    const prog: UploadProgress = { assetId: asset.id, urls: asset.uploadUrls, createdAt: this.d.serverNow(), done: [] };
+    // The URLs first: a record naming an asset whose URLs are lost would only lead to a new asset anyway.
+    await this.d.urls.save(asset.id, asset.uploadUrls);
+    const prog: UploadProgress = { assetId: asset.id, parts: asset.uploadUrls.length, createdAt: this.d.serverNow(), done: [] };
     await this.d.outbox.progress(id, prog);
-    return prog;
+    return { prog, urls: asset.uploadUrls };
   }
 
-  /** The chunks not yet recorded, a few at a time; each one recorded as it finishes. */
-  private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, signal: AbortSignal): Promise<void> {
-    const n = prog.urls.length;
+  /**
+   * The chunks not yet recorded, a few at a time. Each finished chunk is
+   * recorded in the outbox, in order, without holding the next chunk back:
+   * the record reaches flash with the outbox's next group commit, so a crash
+   * re-sends at most the chunks of that last half second.
+   */
+  private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, urls: string[], signal: AbortSignal): Promise<void> {
+    const n = urls.length;
     const chunk = Math.ceil(p.size / n);
     const done = new Set(prog.done);
     const todo = [...Array(n).keys()].filter((i) => !done.has(i));
-    let recording = Promise.resolve();
+    // The outbox appends a record the moment progress() is called, so calling it in
+    // order keeps the records in order; only the durability is awaited, together, at the end.
+    const recorded: Promise<void>[] = [];
     let failed: unknown;
     const next = async (): Promise<void> => {
       for (let i = todo.shift(); i !== undefined && failed === undefined; i = todo.shift()) {
@@ -130,7 +146,7 @@ export class UploadWorker implements Worker {
         const length = end - start;
         const body = length === 0 ? Buffer.alloc(0) : createReadStream(p.path, { start, end: end - 1 });
         try {
-          await this.d.storage.put({ url: prog.urls[i] as string, body, length, contentType: p.filetype, signal });
+          await this.d.storage.put({ url: urls[i] as string, body, length, contentType: p.filetype, signal });
         } catch (err) {
           failed ??= err;
           return;
@@ -138,12 +154,11 @@ export class UploadWorker implements Worker {
         this.d.onBytes?.(length);
         done.add(i);
         const snapshot: UploadProgress = { ...prog, done: [...done].sort((a, b) => a - b) };
-        // One progress record at a time, newest last: a resumed upload never goes backwards.
-        recording = recording.then(() => this.d.outbox.progress(id, snapshot));
-        await recording;
+        recorded.push(this.d.outbox.progress(id, snapshot));
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.d.chunksInFlight ?? 2, Math.max(1, todo.length)) }, next));
+    await Promise.all(recorded);
     if (failed !== undefined) throw failed;
   }
 }

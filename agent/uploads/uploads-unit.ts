@@ -21,6 +21,8 @@ export interface UploadsUnitDeps {
   index: { load(): Promise<void>; has(f: FileIdentity): boolean };
   outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
   queueDir: string;
+  /** The presigned URL files: those no pending upload refers to are removed at start. */
+  urls?: { sweep(keep: Set<string>): Promise<number> };
   clock: Clock;
   logger?: Logger;
   /** The status file should show new figures. */
@@ -48,6 +50,7 @@ export class UploadsUnit implements DaemonUnit {
     this.work = this.d.index.load().then(
       () => {
         if (!this.running) return;
+        void this.sweepUrls();
         void this.d.window?.start().catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot start the upload window; uploads run at any time'));
         this.d.watcher?.start();
         this.poll();
@@ -111,6 +114,13 @@ export class UploadsUnit implements DaemonUnit {
     }
   }
 
+  private async sweepUrls(): Promise<void> {
+    if (!this.d.urls || !(await this.d.outbox.ready())) return;
+    const keep = new Set(this.d.outbox.pending(UPLOAD_KIND).flatMap((i) => ((i.progress as { assetId?: string } | null)?.assetId ? [(i.progress as { assetId: string }).assetId] : [])));
+    const removed = await this.d.urls.sweep(keep);
+    if (removed > 0) this.d.logger?.info({ removed }, 'removed the URL files of uploads that no longer run');
+  }
+
   private poll(): void {
     if (!this.running) return;
     this.work = this.work.then(() => this.takeIncoming()).finally(() => {
@@ -139,8 +149,8 @@ export class UploadsUnit implements DaemonUnit {
 
 function leftOf(item: OutboxItem): number {
   const p = item.payload as UploadPayload;
-  const prog = item.progress as { urls?: string[]; done?: number[] } | null | undefined;
-  if (!prog?.urls || !prog.done) return p.size;
-  const chunk = Math.ceil(p.size / prog.urls.length);
+  const prog = item.progress as { parts?: number; done?: number[] } | null | undefined;
+  if (!prog?.parts || !prog.done) return p.size;
+  const chunk = Math.ceil(p.size / prog.parts);
   return Math.max(0, p.size - prog.done.length * chunk);
 }

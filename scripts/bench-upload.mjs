@@ -1,0 +1,300 @@
+#!/usr/bin/env node
+// Media upload benchmark (figures, not assertions): the real agent
+// (`c2c-agent run --time-scale 1 --media-dir D`, paired through its
+// credentials file) uploading to the fake cloud on loopback, as ratios to
+// curl doing the same PUTs in the same run.
+//
+//   npm run bench:upload     (builds first)
+//   node scripts/bench-upload.mjs [--size 512M] [--sparse-size 2G] [--part-size 5M]
+//        [--rounds 3] [--budget 90] [--settle 10] [--timeout 300] [--skip-memory] [--json]
+//
+// Bounded: at most --rounds throughput rounds, and no round is started that
+// would likely end past --budget s of rounds (one always runs); each upload
+// fails after --timeout s. Sizes are the knobs for a quicker run.
+//
+// What is measured, and why this is an honest comparison:
+// - The fake runs in this process (the standalone fake has no part size
+//   flag): test/fake-cloud/index.ts bundled into the temp dir and imported.
+//   It hashes every byte it receives, for the agent and for curl alike; its
+//   CPU is in neither figure. Both read the same bytes from the page cache.
+// - Throughput: from the asset's first storage PUT arriving at the fake (its
+//   journal) to the fake holding every byte (cloud.asset(id).complete), polled
+//   every 5 ms. The agent gets an S-byte file dropped into its media dir; the
+//   baseline creates an asset through the API with a device token and PUTs
+//   the same parts (the same even split the agent makes) with ONE curl
+//   process: --parallel-max 2 over kept-alive connections (the agent's two
+//   chunks in flight), `-T part-file` per presigned URL (the parts are cut
+//   from the same file beforehand, untimed, so curl streams from a file with
+//   a Content-Length as the agent does), the same Content-Type and
+//   x-amz-acl headers, and no `Expect: 100-continue` round trip (got sends none).
+// - CPU per GB: the agent's utime+stime (/proc/<pid>/stat, all threads) from
+//   its first PUT until it has deleted the uploaded file (so its progress
+//   records, index entry and unlink count), divided by GB (10^9 bytes)
+//   uploaded; curl's is its whole rusage (/usr/bin/time, start-up included).
+// - Rounds alternate curl and agent; medians are reported. One agent serves
+//   every round: each round hard-links the same file into the media dir under
+//   a new name with a new mtime (a new file to the agent, the same warm pages).
+// - Memory: a fresh agent, idle for --settle s after GET /v2/devices/me, then
+//   a sparse file (no disk taken) is moved in; VmRSS sampled every 100 ms.
+import { spawn, execFileSync } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { HZ, MiB, JournalWatch, cpuTicks, cutPart, freeBytes, loadFakeCloud, median, parseSize, rss, sampleRss, sleep, startAgent, waitGone, writeDataFile } from './bench-upload-helpers.mjs';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: {
+    size: { type: 'string', default: '512M' },
+    'sparse-size': { type: 'string', default: '2G' },
+    'part-size': { type: 'string' },
+    rounds: { type: 'string', default: '3' },
+    budget: { type: 'string', default: '90' },
+    settle: { type: 'string', default: '10' },
+    timeout: { type: 'string', default: '300' },
+    'skip-memory': { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+  },
+});
+const SIZE = parseSize('size', values.size);
+const SPARSE = parseSize('sparse-size', values['sparse-size']);
+const PART = values['part-size'] === undefined ? undefined : parseSize('part-size', values['part-size']);
+const ROUNDS = Math.max(1, Math.floor(Number(values.rounds)) || 1);
+const SETTLE_S = Math.max(0, Number(values.settle) || 0);
+const BUDGET_MS = Math.max(0, Number(values.budget) || 0) * 1000;
+const TIMEOUT_MS = Math.max(1, Number(values.timeout) || 300) * 1000;
+const TYPE = 'video/mp4';
+
+const bundle = path.join(root, 'dist/c2c-agent.mjs');
+if (!existsSync(bundle)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs'), '--quiet'], { stdio: 'inherit' });
+for (const [tool, ...args] of [['curl', '--version'], ['/usr/bin/time', '-f', '%U', 'true']]) {
+  try {
+    execFileSync(tool, args, { stdio: 'ignore' });
+  } catch {
+    console.error(`bench-upload: the baseline needs ${tool}`);
+    process.exit(1);
+  }
+}
+
+const tmp = mkdtempSync(path.join(tmpdir(), 'c2c-bench-upload-'));
+const children = new Set(); // agents
+const groups = new Set(); // pids of /usr/bin/time + curl process groups
+let fatal;
+function cleanup() {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const pgid of groups) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(tmp, { recursive: true, force: true });
+}
+process.on('exit', cleanup);
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+/** One agent upload: `drop()` puts the file in the media dir under `name`. */
+async function agentUpload(watch, agent, device, name, drop) {
+  const file = path.join(agent.mediaDir, name);
+  const exclude = new Set(watch.firstPut.keys());
+  let cpu0;
+  const stopRss = sampleRss(agent.pid);
+  const droppedMs = watch.cloud.now();
+  drop(file);
+  const up = await watch.upload({ deviceId: device.id, exclude, onFirstPut: () => (cpu0 = cpuTicks(agent.pid)), timeoutMs: TIMEOUT_MS, failed: () => fatal });
+  await waitGone(file, TIMEOUT_MS, () => fatal);
+  const cpuS = (cpuTicks(agent.pid) - cpu0) / HZ;
+  const samples = stopRss();
+  const peak = samples.reduce((a, b) => (b.total > a.total ? b : a));
+  return { seconds: (up.completeMs - up.firstPutMs) / 1000, dropToCompleteS: (up.completeMs - droppedMs) / 1000, cpuS, peakRss: peak, endRss: samples[samples.length - 1] };
+}
+
+let partsCut = 0;
+/** The baseline: the same parts of `src`, PUT by one curl with two transfers at a time. */
+async function curlUpload(watch, cloud, device, src, size, r) {
+  const res = await fetch(`${cloud.url}/v2/devices/assets`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${device.accessToken}`, 'content-type': 'application/json', 'x-client-version': '1.0.0' },
+    body: JSON.stringify({ name: `curl-${r}.mp4`, filetype: TYPE, filesize: size, offset: 0, extension: '.mp4' }),
+  });
+  if (!res.ok) throw new Error(`creating the baseline asset: HTTP ${res.status} ${await res.text()}`);
+  const asset = await res.json();
+  const urls = asset.upload_urls;
+  const chunk = Math.ceil(size / urls.length);
+  const partsDir = path.join(tmp, 'parts');
+  if (partsCut !== urls.length) {
+    mkdirSync(partsDir, { recursive: true });
+    const buf = Buffer.allocUnsafe(4 * MiB);
+    for (let i = 0; i < urls.length; i++) {
+      const start = Math.min(size, i * chunk);
+      cutPart(src, path.join(partsDir, `p${i}`), start, Math.min(size, start + chunk) - start, buf);
+    }
+    partsCut = urls.length;
+  }
+  const cfg = path.join(tmp, 'curl.cfg');
+  writeFileSync(cfg, urls.map((u, i) => `url = "${u}"\nupload-file = "${path.join(partsDir, `p${i}`)}"\noutput = "/dev/null"\n`).join(''));
+  const timeFile = path.join(tmp, 'curl.time');
+  const child = spawn(
+    '/usr/bin/time',
+    ['-f', '%U %S', '-o', timeFile, 'curl', '-s', '--no-progress-meter', '--parallel', '--parallel-immediate', '--parallel-max', '2',
+      '-H', 'Expect:', '-H', `content-type: ${TYPE}`, '-H', 'x-amz-acl: private', '-w', '%{http_code}\\n', '-K', cfg],
+    { detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  groups.add(child.pid);
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise((resolve) => child.once('exit', (code) => (groups.delete(child.pid), resolve(code))));
+  let curlFailed;
+  exited.then((code) => {
+    if (code !== 0) curlFailed = `curl exited with ${code}: ${out.trim().slice(-500)}`;
+  });
+  const up = await watch.upload({ assetId: asset.id, timeoutMs: TIMEOUT_MS, failed: () => curlFailed });
+  await exited;
+  const codes = out.trim().split('\n');
+  if (codes.length !== urls.length || codes.some((c) => c !== '200')) throw new Error(`curl: expected ${urls.length} x 200, got ${out.trim().slice(0, 300)}`);
+  const [u, s] = readFileSync(timeFile, 'utf8').trim().split('\n').pop().split(' ').map(Number);
+  return { seconds: (up.completeMs - up.firstPutMs) / 1000, cpuS: u + s, parts: urls.length, partBytes: chunk };
+}
+
+async function throughput(cloud, watch) {
+  const need = 2 * SIZE + 256 * MiB;
+  const free = freeBytes(tmp);
+  if (free < need) return { skipped: `throughput and CPU: skipped, ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()}, ${(need / MiB).toFixed(0)} MiB needed (the file and curl's copy of its parts)` };
+  const staging = path.join(tmp, 'staging');
+  mkdirSync(staging);
+  const src = path.join(staging, 'source.mp4');
+  writeDataFile(src, SIZE, randomBytes(MiB));
+  const device = cloud.devices[0];
+  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-throughput'), children, onEarlyExit: (m) => (fatal = m) });
+  const rounds = [];
+  try {
+    await watch.ready(device.id, 30_000);
+    const t0 = Date.now();
+    for (let r = 0; r < ROUNDS; r++) {
+      // Another round only when it should end inside the budget (rounds take about as long as the last one).
+      if (r > 0 && Date.now() - t0 + (Date.now() - t0) / r > BUDGET_MS) break;
+      const curl = await curlUpload(watch, cloud, device, src, SIZE, r);
+      // A new mtime per round: a new file to the agent, the same inode and warm pages.
+      const t = new Date(Date.now() - 3600_000 - r * 1000);
+      utimesSync(src, t, t);
+      const agentRun = await agentUpload(watch, agent, device, `clip-${r}.mp4`, (file) => linkSync(src, file));
+      rounds.push({ curl, agent: agentRun });
+      if (!values.json) process.stderr.write(`bench-upload: round ${r + 1}: agent ${(SIZE / 1e6 / agentRun.seconds).toFixed(1)} MB/s, curl ${(SIZE / 1e6 / curl.seconds).toFixed(1)} MB/s\n`);
+    }
+  } finally {
+    await agent.stop();
+  }
+  const gb = SIZE / 1e9;
+  const mbps = (x) => SIZE / 1e6 / x.seconds;
+  return {
+    parts: rounds[0].curl.parts,
+    partBytes: rounds[0].curl.partBytes,
+    rounds,
+    agentMBps: median(rounds.map((x) => mbps(x.agent))),
+    curlMBps: median(rounds.map((x) => mbps(x.curl))),
+    agentCpuPerGB: median(rounds.map((x) => x.agent.cpuS / gb)),
+    curlCpuPerGB: median(rounds.map((x) => x.curl.cpuS / gb)),
+    agentPeakRssMiB: Math.max(...rounds.map((x) => x.agent.peakRss.total)) / 1024,
+  };
+}
+
+async function memory(cloud, watch) {
+  if (values['skip-memory']) return { skipped: 'memory: skipped (--skip-memory)' };
+  const free = freeBytes(tmp);
+  if (free < 128 * MiB) return { skipped: `memory: skipped, only ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()} (the sparse file takes none, the agent's queue and logs need a little)` };
+  const device = cloud.devices[1];
+  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-memory'), children, onEarlyExit: (m) => (fatal = m) });
+  try {
+    await watch.ready(device.id, 30_000);
+    await sleep(SETTLE_S * 1000);
+    const idle = [];
+    for (let i = 0; i < 10; i++, await sleep(100)) idle.push(rss(agent.pid));
+    const big = path.join(tmp, 'sparse.mp4');
+    writeFileSync(big, '');
+    truncateSync(big, SPARSE);
+    const t = new Date(Date.now() - 3600_000);
+    utimesSync(big, t, t);
+    const allocated = statSync(big).blocks * 512;
+    const run = await agentUpload(watch, agent, device, 'sparse.mp4', (file) => renameSync(big, file));
+    const idleRss = idle.find((x) => x.total === median(idle.map((y) => y.total)));
+    const mib = (x) => ({ total: x.total / 1024, anon: x.anon / 1024, file: x.file / 1024 });
+    return {
+      sparseBytes: SPARSE,
+      allocatedBytes: allocated,
+      idleRssMiB: mib(idleRss),
+      peakRssMiB: mib(run.peakRss),
+      growthMiB: (run.peakRss.total - idleRss.total) / 1024,
+      endRssMiB: mib(run.endRss),
+      MBps: SPARSE / 1e6 / run.seconds,
+      cpuPerGB: run.cpuS / (SPARSE / 1e9),
+    };
+  } finally {
+    await agent.stop();
+  }
+}
+
+async function main() {
+  const { startFakeCloud } = await loadFakeCloud(root, tmp);
+  const cloud = await startFakeCloud({ devices: 2, ...(PART !== undefined && { uploadPartBytes: PART }) });
+  const watch = new JournalWatch(cloud);
+  let tp, mem;
+  try {
+    tp = await throughput(cloud, watch);
+    mem = await memory(cloud, watch);
+  } finally {
+    await cloud.close();
+  }
+  if (values.json) {
+    console.log(JSON.stringify({ sizeBytes: SIZE, maxRounds: ROUNDS, clockTickMs: 1000 / HZ, throughput: tp, memory: mem }));
+    return;
+  }
+  const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
+  const ratio = (a, b) => (b > 0 ? fmt(a / b, 2) : 'n/a');
+  const w = [52, 10, 10, 8];
+  const line = (r) => r.map((c, i) => String(c).padEnd(w[i])).join(' ');
+  const sz = (n) => (n % (1024 * MiB) === 0 ? `${n / 1024 / MiB} GiB` : `${fmt(n / MiB, n % MiB ? 1 : 0)} MiB`);
+  console.log(line(['measure', 'agent', 'curl', 'ratio']));
+  console.log('-'.repeat(83));
+  if (tp.skipped) console.log(tp.skipped);
+  else {
+    console.log(line([`throughput, ${sz(SIZE)} file, MB/s (median of ${tp.rounds.length})`, fmt(tp.agentMBps), fmt(tp.curlMBps), ratio(tp.agentMBps, tp.curlMBps)]));
+    console.log(line([`CPU s per GB uploaded (median of ${tp.rounds.length})`, fmt(tp.agentCpuPerGB, 2), fmt(tp.curlCpuPerGB, 2), ratio(tp.agentCpuPerGB, tp.curlCpuPerGB)]));
+  }
+  if (mem.skipped) console.log(mem.skipped);
+  else {
+    console.log(line(['idle RSS before the sparse file (MiB)', fmt(mem.idleRssMiB.total), '-', '-']));
+    console.log(line([`peak RSS uploading ${sz(SPARSE)} sparse (MiB)`, fmt(mem.peakRssMiB.total), '-', '-']));
+    console.log(line(['peak - idle (MiB)', fmt(mem.growthMiB), '-', '-']));
+  }
+  console.log('');
+  const notes = [];
+  if (!tp.skipped) {
+    const each = (k) => tp.rounds.map((x) => `${fmt(SIZE / 1e6 / x[k].seconds, 0)} MB/s ${fmt(x[k].cpuS, 2)} s CPU`).join('; ');
+    notes.push(
+      `${tp.parts} parts of ${sz(tp.partBytes)}, two in flight for both; MB and GB are 10^6 and 10^9 bytes; CPU in ${1000 / HZ} ms ticks`,
+      `agent rounds: ${each('agent')}; from the file's drop to complete ${tp.rounds.map((x) => fmt(x.agent.dropToCompleteS, 2)).join(', ')} s; peak RSS per round ${tp.rounds.map((x) => fmt(x.agent.peakRss.total / 1024)).join(', ')} MiB`,
+      `curl rounds:  ${each('curl')} (one process, --parallel-max 2, kept-alive connections, -T part files cut beforehand)`,
+    );
+  }
+  if (!mem.skipped) {
+    notes.push(
+      `sparse file: ${sz(mem.sparseBytes)} with ${mem.allocatedBytes} bytes on disk; ${fmt(mem.MBps, 1)} MB/s, ${fmt(mem.cpuPerGB, 2)} CPU s/GB; ` +
+        `RSS every 100 ms; idle = median of 10 samples after ${SETTLE_S} s settled; anon/file MiB: idle ${fmt(mem.idleRssMiB.anon)}/${fmt(mem.idleRssMiB.file)}, ` +
+        `peak ${fmt(mem.peakRssMiB.anon)}/${fmt(mem.peakRssMiB.file)}, when the agent had deleted it ${fmt(mem.endRssMiB.anon)}/${fmt(mem.endRssMiB.file)}`,
+    );
+  }
+  for (const n of notes) console.log(n);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(`bench-upload: ${err.message}`);
+    process.exit(1);
+  },
+);
