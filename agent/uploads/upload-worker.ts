@@ -44,7 +44,7 @@ export interface UploadProgress {
 export interface UploadWorkerDeps {
   assets: Pick<AssetEndpoints, 'create'>;
   storage: Pick<StorageClient, 'put'>;
-  outbox: { progress(id: string, data: unknown): Promise<void> };
+  outbox: { progress(id: string, data: unknown): Promise<void>; flush(): Promise<void> };
   urls: Pick<UploadUrls, 'save' | 'load' | 'remove'>;
   clock: Clock;
   /** The service's clock now (local wall time corrected by the last Date header). */
@@ -92,7 +92,11 @@ export class UploadWorker implements Worker {
       }
       await this.sendChunks(item.id, p, prog, urls, signal);
     } catch (err) {
-      if (err instanceof AgentError && err.kind === 'paused') return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message}` };
+      if (err instanceof AgentError && err.kind === 'paused') {
+        // Never retried, by this run or a later one: the index keeps refused files as well as sent ones.
+        await this.d.index.add(p);
+        return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message}` };
+      }
       if (err instanceof AgentError && err.kind === 'forbidden' && prog) {
         // Storage refused the presigned URL (expired or revoked): the next attempt creates the asset again.
         await this.d.outbox.progress(item.id, null);
@@ -126,9 +130,8 @@ export class UploadWorker implements Worker {
 
   /**
    * The chunks not yet recorded, a few at a time. Each finished chunk is
-   * recorded in the outbox, in order, without holding the next chunk back:
-   * the record reaches flash with the outbox's next group commit, so a crash
-   * re-sends at most the chunks of that last half second.
+   * recorded in the outbox, in order, and flushed at once, without holding
+   * the next chunk back: a crash re-sends at most the chunks in flight.
    */
   private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, urls: string[], signal: AbortSignal): Promise<void> {
     const n = urls.length;
@@ -155,6 +158,9 @@ export class UploadWorker implements Worker {
         done.add(i);
         const snapshot: UploadProgress = { ...prog, done: [...done].sort((a, b) => a - b) };
         recorded.push(this.d.outbox.progress(id, snapshot));
+        // On flash now rather than at the end of the commit window: one fsync per chunk of
+        // megabytes is nothing, and a crash then re-sends no more than the chunks in flight.
+        void this.d.outbox.flush().catch(() => undefined);
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.d.chunksInFlight ?? 2, Math.max(1, todo.length)) }, next));

@@ -99,6 +99,8 @@ export interface FakeCloud {
   /** Device id paired for a client_id, if any. */
   deviceIdForClient(clientId: string): string | undefined;
   asset(assetId: string): AssetView | undefined;
+  /** Test-only: every asset created so far (all devices), in creation order. */
+  assets(): AssetView[];
   /** Test-only: what the fake would make of an access or refresh token now (never logged, never recorded). */
   tokenState(token: string): TokenState;
   control: FakeCloudControl;
@@ -235,6 +237,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     device: (id) => state.deviceJson(id),
     deviceIdForClient: (clientId) => state.byClientId.get(clientId),
     asset: (id) => uploads.view(id),
+    assets: () => uploads.all(),
     tokenState: (token) => state.tokenState(token),
     control,
     close: async () => {

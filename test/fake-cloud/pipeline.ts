@@ -23,6 +23,10 @@ export interface JournalEntry {
   status: number;
   /** Fault kinds that hit this request. */
   faults?: string[];
+  /** Test-only, storage requests only: whether the request carried an Authorization header (presigned URLs must not). */
+  authorization?: boolean;
+  /** Test-only, storage PUTs only: body bytes the fake read, counted as they arrive (a cut PUT counts what came). */
+  bodyBytes?: number;
 }
 
 export const HEARTBEAT_PATH = '/v2/devices/heartbeat';
@@ -92,6 +96,7 @@ export class Pipeline {
 
     if (path.startsWith(this.d.storagePrefix)) {
       // Storage is not the API host: no bearer, no rate-limit headers, not "seen".
+      entry.authorization = header(req, 'authorization') !== undefined;
       const owner = this.d.storageOwner(path);
       this.d.storage(req, res, entry, this.d.faults.match({ method, path, t, ...(owner !== undefined ? { deviceId: owner } : {}) }));
       return;

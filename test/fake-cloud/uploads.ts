@@ -40,6 +40,11 @@ export interface AssetView {
   filetype: string;
   filesize: number;
   realtime: boolean;
+  /** The create body's channel (null when none was sent) and offset, as sent. */
+  channel: string | number | null;
+  offset: number;
+  /** Fake agent-time ms of the create. */
+  createdAt: number;
   parts: Array<{ key: string; expectedBytes: number; receivedBytes?: number; sha256?: string }>;
   bytesReceived: number;
   complete: boolean;
@@ -63,8 +68,14 @@ export class Uploads {
     const bytesReceived = parts.reduce((n, p) => n + (p.receivedBytes ?? 0), 0);
     return {
       id: a.id, deviceId: a.deviceId, name: a.name, filetype: a.filetype, filesize: a.filesize, realtime: a.realtime,
+      channel: (a.body.channel as string | number | undefined) ?? null, offset: a.offset, createdAt: a.createdAt,
       parts, bytesReceived, complete: parts.length > 0 && parts.every((p) => p.receivedBytes !== undefined) && bytesReceived === a.filesize,
     };
+  }
+
+  /** Every asset, in creation order (test-only introspection). */
+  all(): AssetView[] {
+    return [...this.assets.keys()].map((id) => this.view(id)!);
   }
 
   ownerOf(path: string): string | undefined {
@@ -205,8 +216,10 @@ export class Uploads {
     }
     const hash = createHash('sha256');
     let bytes = 0;
+    entry.bodyBytes = 0;
     req.on('data', (c: Buffer) => {
       bytes += c.length;
+      entry.bodyBytes = bytes;
       hash.update(c);
     });
     req.on('end', () => {

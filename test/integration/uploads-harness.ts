@@ -1,0 +1,172 @@
+// Shared by the upload suites (uploads*.test.ts): a rig with a media dir next
+// to the channel rig (multi-av-tc, firmware 1.6.0, credentials in the state
+// dir), the daemon started with the media settings, media files of known
+// bytes, and the fake's view of what arrived: assets by name, storage PUTs,
+// bytes received, per-part sha256 checked against the file's own byte ranges
+// (computed here from the spec's rule, not by the agent's code).
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { AssetView, FakeCloud, JournalEntry } from '../fake-cloud/index.js';
+import type { AgentDirs } from './agent-process.js';
+import { cli, makeRig, startChannelAgent, type Rig } from './channels-harness.js';
+import type { RefreshingAgent } from './refresh-harness.js';
+
+export const PART = 256 * 1024;
+export const STORAGE = '/_storage/';
+export const ASSETS_PATH = '/v2/devices/assets';
+
+export interface UploadRig extends Rig {
+  media: string;
+}
+
+export function makeUploadRig(cloud: FakeCloud, dirs: AgentDirs, scale: number): UploadRig {
+  const rig = makeRig(cloud, dirs, scale);
+  const media = join(dirs.root, 'media');
+  mkdirSync(media, { recursive: true });
+  return { ...rig, media };
+}
+
+export interface MediaOptions {
+  settleSeconds?: number;
+  deleteAfterUpload?: boolean;
+  env?: Record<string, string>;
+}
+
+/** `run` with the rig's media dir (settle 1 agent s unless told). */
+export function startUploadAgent(rig: UploadRig, o: MediaOptions = {}): RefreshingAgent {
+  return startChannelAgent(rig, {
+    C2C_MEDIA_DIR: rig.media,
+    C2C_MEDIA_SETTLE_SECONDS: String(o.settleSeconds ?? 1),
+    C2C_DELETE_AFTER_UPLOAD: String(o.deleteAfterUpload ?? false),
+    ...o.env,
+  });
+}
+
+/** Writes `size` random bytes at `file` (dirs made); `oldMs` back-dates the mtime so the watcher takes it at first sight. */
+export function writeMedia(file: string, size: number, oldMs?: number): Buffer {
+  mkdirSync(dirname(file), { recursive: true });
+  const data = randomBytes(size);
+  writeFileSync(file, data);
+  if (oldMs !== undefined) {
+    const t = (Date.now() - oldMs) / 1000;
+    utimesSync(file, t, t);
+  }
+  return data;
+}
+
+export const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+
+/** The spec's split: n parts, chunk = ceil(size / n), the last to EOF; the hash of each range. */
+export function expectedParts(data: Buffer, n: number): Array<{ bytes: number; sha256: string }> {
+  const chunk = Math.ceil(data.length / n);
+  return Array.from({ length: n }, (_, i) => {
+    const start = Math.min(data.length, i * chunk);
+    const end = Math.min(data.length, start + chunk);
+    return { bytes: end - start, sha256: sha256(data.subarray(start, end)) };
+  });
+}
+
+/** The fake's own part count for a size: ceil(size / part), at least 1. */
+export const partsFor = (size: number, part = PART): number => Math.max(1, Math.ceil(size / part));
+
+export const assetsNamed = (cloud: FakeCloud, name: string): AssetView[] => cloud.assets().filter((a) => a.name === name);
+export const completeNamed = (cloud: FakeCloud, name: string): AssetView[] => assetsNamed(cloud, name).filter((a) => a.complete);
+
+/** Problems with `name` at the fake (empty = exactly one complete asset, byte-identical per part, of `filetype`). */
+export function storedProblems(cloud: FakeCloud, name: string, data: Buffer, filetype?: string): string[] {
+  const done = completeNamed(cloud, name);
+  if (done.length !== 1) return [`${name}: ${done.length} complete assets (${assetsNamed(cloud, name).length} in all)`];
+  return assetProblems(done[0]!, data, filetype);
+}
+
+/** Problems with one asset against the file's bytes (empty = complete and byte-identical part by part). */
+export function assetProblems(a: AssetView, data: Buffer, filetype?: string): string[] {
+  const name = a.name;
+  const out: string[] = [];
+  if (!a.complete) out.push(`${name}: asset ${a.id} incomplete (${a.bytesReceived}/${a.filesize})`);
+  if (a.filesize !== data.length) out.push(`${name}: filesize ${a.filesize}, file ${data.length}`);
+  if (filetype !== undefined && a.filetype !== filetype) out.push(`${name}: filetype ${a.filetype}, expected ${filetype}`);
+  const want = expectedParts(data, a.parts.length);
+  a.parts.forEach((p, i) => {
+    if (p.receivedBytes !== want[i]!.bytes || p.sha256 !== want[i]!.sha256) out.push(`${name}: part ${p.key} differs from bytes ${i} of ${a.parts.length}`);
+  });
+  if (a.parts.length !== partsFor(data.length)) out.push(`${name}: ${a.parts.length} parts, expected ${partsFor(data.length)}`);
+  return out;
+}
+
+/** Storage requests in the journal, optionally of one asset. */
+export function storagePuts(cloud: FakeCloud, assetId?: string): JournalEntry[] {
+  const prefix = assetId === undefined ? STORAGE : `${STORAGE}${assetId}/`;
+  return cloud.journal.filter((e) => e.path.startsWith(prefix));
+}
+
+/** Body bytes the fake read over every PUT to the asset's URLs (re-sends included). */
+export const bytesReceived = (cloud: FakeCloud, assetId: string): number => storagePuts(cloud, assetId).reduce((n, e) => n + (e.bodyBytes ?? 0), 0);
+
+export const assetCreates = (cloud: FakeCloud): JournalEntry[] => cloud.journal.filter((e) => e.method === 'POST' && e.path === ASSETS_PATH);
+
+export interface UploadCounts {
+  pending: number;
+  done: number;
+  dead: number;
+  dropped: number;
+}
+
+/** `queue --json`: the upload kind's counts and its listed (pending or dead) items. */
+export async function uploadQueue(rig: Rig): Promise<{ counts: UploadCounts; items: Array<Record<string, unknown>>; json: Record<string, unknown> }> {
+  const r = await cli(rig, ['queue']);
+  const by = (r.json.byKind as Record<string, Record<string, { items: number }>> | undefined)?.upload;
+  const counts = { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0 };
+  const items = ((r.json.items as Array<Record<string, unknown>> | undefined) ?? []).filter((i) => i.kind === 'upload');
+  return { counts, items, json: r.json };
+}
+
+/** The service's channel id for a profile key, as the agent recorded it (channels.json), once the service lists it too. */
+export function recordedChannel(rig: Rig, key: string): string | undefined {
+  const file = join(rig.dirs.stateDir, 'channels.json');
+  if (!existsSync(file)) return undefined;
+  let map: Record<string, unknown> | undefined;
+  try {
+    map = (JSON.parse(readFileSync(file, 'utf8')) as { channels?: Record<string, unknown> }).channels;
+  } catch {
+    return undefined;
+  }
+  const id = map?.[key];
+  const listed = ((rig.cloud.device(rig.device.id) as { channels?: Array<{ id: string }> }).channels ?? []).some((c) => c.id === id);
+  return typeof id === 'string' && listed ? id : undefined;
+}
+
+/** Filetypes by extension, from the IANA registry (what the agent must send, decided here on our own). */
+export const TYPES: Record<string, string> = {
+  '.mp4': 'video/mp4',
+  '.mov': 'video/quicktime',
+  '.jpg': 'image/jpeg',
+  '.txt': 'text/plain',
+  '.wav': 'audio/wav',
+  '.mxf': 'application/mxf',
+  '.r3d': 'application/octet-stream',
+  '': 'application/octet-stream',
+};
+export const typeOf = (file: string): string => {
+  const m = /(\.[^.]+)$/.exec(basename(file));
+  return TYPES[m?.[1]?.toLowerCase() ?? ''] ?? 'application/octet-stream';
+};
+
+/** One line per unfinished upload, for failure messages. */
+export function describeAssets(cloud: FakeCloud): string {
+  return cloud
+    .assets()
+    .map((a) => `${a.name} ${a.complete ? 'complete' : 'incomplete'} ${a.bytesReceived}/${a.filesize} parts ${a.parts.filter((p) => p.receivedBytes !== undefined).length}/${a.parts.length}`)
+    .join('\n');
+}
+
+/** Tail of the agent's pino lines that are warnings or worse, for failure messages. */
+export function agentWarnings(agent: RefreshingAgent, max = 20): string {
+  return agent
+    .lines()
+    .filter((l) => typeof l.level === 'number' && l.level >= 40)
+    .slice(-max)
+    .map((l) => `${String(l.msg)} ${JSON.stringify({ ...l, msg: undefined, time: undefined, pid: undefined, hostname: undefined, level: undefined })}`)
+    .join('\n');
+}
