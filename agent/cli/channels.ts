@@ -3,7 +3,6 @@
 // channel id), and whether a sync is waiting in the queue; plus the unit's
 // hardware facts. The service is asked once (GET /v2/devices/me) when the
 // unit is paired; without it the local half is still shown.
-import path from 'node:path';
 import type { DeviceChannel } from '../api/types.js';
 import { createServiceApi } from '../api/service.js';
 import { loadCredentials } from '../auth/credentials.js';
@@ -20,6 +19,7 @@ import { readOutbox } from '../outbox/reader.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
+import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'channels [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -57,7 +57,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const [service, record, queue, hardware] = await Promise.all([
       serviceChannels(settings),
       recordOf(settings),
-      readOutbox(path.join(settings.stateDir, 'queue')),
+      readOutbox(queueDirOf(settings.stateDir)),
       hardwareFacts({ stateDir: settings.stateDir }),
     ]);
     const listed = service.reachable ? service.channels : [];

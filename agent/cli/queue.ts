@@ -4,7 +4,6 @@
 // aside. Read straight from the state dir without taking the daemon's lock or
 // touching a file, so it works whether or not the daemon runs; a running
 // daemon adds what only it knows (in flight, attempts) through status.json.
-import path from 'node:path';
 import { loadSettings } from '../config/settings.js';
 import { readStatus } from '../daemon/runtime/status-file.js';
 import { processAlive } from '../daemon/runtime/run-lock.js';
@@ -15,6 +14,7 @@ import type { DispatcherView } from '../outbox/dispatcher.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
+import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'queue [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -45,7 +45,7 @@ function shown(item: OutboxItem, view: DispatcherView | undefined): Record<strin
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
-    const dir = path.join(settings.stateDir, 'queue');
+    const dir = queueDirOf(settings.stateDir);
     const { items, stats } = await readOutbox(dir);
     const view = daemonView(settings.runtimeDir);
     const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));

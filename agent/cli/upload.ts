@@ -16,6 +16,7 @@ import { writeUploadRequest } from '../uploads/upload-request.js';
 import { UPLOAD_KIND, type UploadPayload } from '../uploads/upload-worker.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
+import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'upload FILE... [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -40,7 +41,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     if (ctx.positionals.length === 0) throw usageError('upload: name at least one FILE; run c2c-agent upload --help');
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
     const files = ctx.positionals.map(payloadOf);
-    const queueDir = path.join(settings.stateDir, 'queue');
+    const queueDir = queueDirOf(settings.stateDir);
     // Without a runtime dir no daemon can be running here: make it, so the lock can say so.
     await ensureDir(settings.runtimeDir).catch(() => undefined);
     const lock = acquireRunLock(settings.runtimeDir);

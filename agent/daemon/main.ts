@@ -16,6 +16,9 @@ import { readClientSecret } from '../auth/client-secret.js';
 import { sweepCredentialTemps } from '../auth/credentials-store.js';
 import { CLIENT_ID_STORE } from '../auth/client-id.js';
 import { CHANNEL_MAP_STORE } from '../channels/channel-map.js';
+import { UPLOADED_INDEX_FILE } from '../uploads/uploaded-index.js';
+import { UPLOAD_URLS_DIR } from '../uploads/upload-urls.js';
+import { queueDirOf } from '../outbox/location.js';
 import { CredentialsTokenSource } from '../auth/token-source.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, configError } from '../lib/errors.js';
@@ -71,9 +74,9 @@ function sweepConfTemps(stateDir: string): string[] {
   return removed;
 }
 
-function removeTempsQuietly(dir: string): string[] {
+function removeTempsQuietly(dir: string, prefix?: string): string[] {
   try {
-    return removeStaleTemps(dir);
+    return removeStaleTemps(dir, prefix === undefined ? {} : { prefix });
   } catch {
     // An unlistable dir shows up as soon as we write to it; nothing to add here.
     return [];
@@ -128,6 +131,9 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   const fileBased = settings.token === undefined || settings.token === '';
   if (fileBased) sweepTemps(path.dirname(settings.tokenFile), logger, sweepCredentialTemps(settings.tokenFile));
   sweepTemps(settings.stateDir, logger, sweepConfTemps(settings.stateDir));
+  // The upload index and the upload URL files have no writer but the daemon, which holds the lock now.
+  sweepTemps(settings.stateDir, logger, removeTempsQuietly(settings.stateDir, UPLOADED_INDEX_FILE));
+  sweepTemps(settings.stateDir, logger, removeTempsQuietly(path.join(queueDirOf(settings.stateDir), UPLOAD_URLS_DIR)));
   const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => tokens.current(), firmwareVersion: settings.firmwareVersion, agentVersion, clock, logger });
   const tokens: CredentialsTokenSource = new CredentialsTokenSource(settings, {
     clock,

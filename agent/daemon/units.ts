@@ -1,7 +1,6 @@
 // The daemon's units, built and put in order. main.ts owns the process
 // (lock, signals, exit); this file owns what runs inside it, so a new
 // feature is one more unit here and nowhere else.
-import path from 'node:path';
 import type { ServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import type { CredentialsTokenSource } from '../auth/token-source.js';
@@ -30,6 +29,7 @@ import { StatusPublisher } from './runtime/status-publisher.js';
 import type { SystemdNotifier } from './systemd/notify.js';
 import { Watchdog } from './systemd/watchdog.js';
 import type { DaemonUnit } from './unit.js';
+import { queueDirOf } from '../outbox/location.js';
 
 export interface UnitsInput {
   settings: Settings;
@@ -76,7 +76,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     synced: (map) => channels.synced(map),
     logger,
   });
-  const queueDir = path.join(settings.stateDir, 'queue');
+  const queueDir = queueDirOf(settings.stateDir);
   const outbox = new Outbox({ dir: queueDir, clock, bootId: i.bootId, capBytes: settings.queueMaxBytes, logger });
   const storage = createStorageClient({ clock, logger });
   const index = new UploadedIndex(settings.stateDir, { logger });

@@ -75,6 +75,8 @@ export class UploadWorker implements Worker {
 
   async run(item: OutboxItem, signal: AbortSignal): Promise<Outcome> {
     const p = item.payload as UploadPayload;
+    // Asked first: a finished upload whose done record a crash lost may have had its file deleted already.
+    if (this.d.index.has(p)) return { result: 'done', note: 'already uploaded' };
     let st;
     try {
       st = await fs.stat(p.path);
@@ -83,7 +85,6 @@ export class UploadWorker implements Worker {
     }
     // A file rewritten after it was queued is not the file that was queued: the watcher queues the new one.
     if (!sameFile(p, st)) return { result: 'dead', reason: `the file changed under the agent (size or modification time): ${p.path}` };
-    if (this.d.index.has(p)) return { result: 'done', note: 'already uploaded' };
     let prog = item.progress as UploadProgress | null | undefined;
     let urls = prog ? await this.d.urls.load(prog.assetId) : undefined;
     try {
