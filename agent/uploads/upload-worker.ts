@@ -125,22 +125,25 @@ export class UploadWorker implements Worker {
     // The URLs first: a record naming an asset whose URLs are lost would only lead to a new asset anyway.
     await this.d.urls.save(asset.id, asset.uploadUrls);
     const prog: UploadProgress = { assetId: asset.id, parts: asset.uploadUrls.length, createdAt: this.d.serverNow(), done: [] };
-    await this.d.outbox.progress(id, prog);
+    // Flushed at once: a crash before this record reaches flash leaves an asset the next attempt cannot resume.
+    const written = this.d.outbox.progress(id, prog);
+    await this.d.outbox.flush();
+    await written;
     return { prog, urls: asset.uploadUrls };
   }
 
   /**
    * The chunks not yet recorded, a few at a time. Each finished chunk is
-   * recorded in the outbox, in order, and flushed at once, without holding
-   * the next chunk back: a crash re-sends at most the chunks in flight.
+   * recorded in the outbox and flushed before its lane takes the next one
+   * (the other lane keeps sending meanwhile): a crash re-sends at most the
+   * chunks in flight.
    */
   private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, urls: string[], signal: AbortSignal): Promise<void> {
     const n = urls.length;
     const chunk = Math.ceil(p.size / n);
     const done = new Set(prog.done);
     const todo = [...Array(n).keys()].filter((i) => !done.has(i));
-    // The outbox appends a record the moment progress() is called, so calling it in
-    // order keeps the records in order; only the durability is awaited, together, at the end.
+    // The outbox appends a record the moment progress() is called, so records stay in the order the chunks finished.
     const recorded: Promise<void>[] = [];
     let failed: unknown;
     const next = async (): Promise<void> => {
@@ -158,10 +161,13 @@ export class UploadWorker implements Worker {
         this.d.onBytes?.(length);
         done.add(i);
         const snapshot: UploadProgress = { ...prog, done: [...done].sort((a, b) => a - b) };
-        recorded.push(this.d.outbox.progress(id, snapshot));
-        // On flash now rather than at the end of the commit window: one fsync per chunk of
-        // megabytes is nothing, and a crash then re-sends no more than the chunks in flight.
-        void this.d.outbox.flush().catch(() => undefined);
+        // On flash before this lane takes its next chunk, rather than at the end of the commit
+        // window: one fsync per chunk of megabytes is nothing, and a crash re-sends at most
+        // the chunks in flight.
+        const written = this.d.outbox.progress(id, snapshot);
+        recorded.push(written);
+        await this.d.outbox.flush();
+        await written;
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.d.chunksInFlight ?? 2, Math.max(1, todo.length)) }, next));
