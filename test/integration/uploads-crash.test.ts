@@ -12,38 +12,20 @@
 // creation was on flash, is an expected orphan; it must hold no bytes (PUTs
 // start only once the asset is recorded). Reported: kills, real time, bytes
 // re-sent, orphans, temp files left.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readdirSync, watch } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { type JournalEntry } from '../fake-cloud/index.js';
+import { waitFor } from './agent-process.js';
 import { tempFiles } from './channels-harness.js';
-import { reachState, sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import {
-  ASSETS_PATH, PART, STORAGE, agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, makeUploadRig, startUploadAgent, storagePuts,
-  storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig,
-} from './uploads-harness.js';
+import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
+import { ASSETS_PATH, PART, STORAGE, agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const FILES = 15;
 const KILLS = 100;
 const BUDGET_MS = 150_000;
-let cloud: FakeCloud | undefined;
-let dirs: AgentDirs | undefined;
-
-async function rigUp(): Promise<UploadRig> {
-  await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, uploadPartBytes: PART });
-  dirs = makeDirs();
-  return makeUploadRig(cloud, dirs, SCALE);
-}
-
-afterEach(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-  cloud = dirs = undefined;
-});
+const { rigUp, online } = useUploadRigs(SCALE);
 
 const deadLettered = (a: RefreshingAgent): string[] => a.lines().filter((l) => /dead-lettered/.test(String(l.msg))).map((l) => String(l.msg));
 
@@ -143,7 +125,7 @@ describe('uploads through SIGKILLs', () => {
     mkdirSync(rig.dirs.stateDir, { recursive: true });
     for (let round = 0; round < 3; round++) {
       const agent = startUploadAgent(rig);
-      await reachState({ cloud: rig.cloud, dirs: rig.dirs, timeScale: SCALE, agent, state: 'online', timeoutMs: 20_000 });
+      await online(rig, agent);
       // SIGKILL the moment the index's temp file appears (inotify), before its rename.
       const w = watch(rig.dirs.stateDir, (_t, name) => {
         if (typeof name === 'string' && /^\.uploaded\.json\..+\.tmp$/.test(name)) agent.child.kill('SIGKILL');
@@ -154,7 +136,7 @@ describe('uploads through SIGKILLs', () => {
       await kill9(agent);
     }
     const last = startUploadAgent(rig);
-    await reachState({ cloud: rig.cloud, dirs: rig.dirs, timeScale: SCALE, agent: last, state: 'online', timeoutMs: 20_000 });
+    await online(rig, last);
     await waitFor('the queue empty', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 100);
     expect(readdirSync(rig.dirs.stateDir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   }, 60_000);
@@ -168,7 +150,7 @@ describe('uploads through SIGKILLs', () => {
     const dead: string[] = [];
     for (let round = 0; round < 3; round++) {
       const agent = startUploadAgent(rig, { deleteAfterUpload: true });
-      await reachState({ cloud: rig.cloud, dirs: rig.dirs, timeScale: SCALE, agent, state: 'online', timeoutMs: 20_000 });
+      await online(rig, agent);
       const file = join(rig.media, `deleted-${round}.mp4`);
       writeMedia(file, 300_000, 3600_000);
       await waitFor('the file deleted after its upload', () => !existsSync(file), 20_000, 1);

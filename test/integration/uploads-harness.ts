@@ -7,10 +7,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { AssetView, FakeCloud, JournalEntry } from '../fake-cloud/index.js';
-import type { AgentDirs } from './agent-process.js';
+import { afterEach } from '@jest/globals';
+import { startFakeCloud, type AssetView, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs } from './agent-process.js';
 import { cli, makeRig, startChannelAgent, type Rig } from './channels-harness.js';
-import type { RefreshingAgent } from './refresh-harness.js';
+import { reachState, type RefreshingAgent } from './refresh-harness.js';
 
 export const PART = 256 * 1024;
 export const STORAGE = '/_storage/';
@@ -169,4 +170,28 @@ export function agentWarnings(agent: RefreshingAgent, max = 20): string {
     .slice(-max)
     .map((l) => `${String(l.msg)} ${JSON.stringify({ ...l, msg: undefined, time: undefined, pid: undefined, hostname: undefined, level: undefined })}`)
     .join('\n');
+}
+
+/**
+ * A fresh fake cloud (small parts) and unit dirs for each test, killed and
+ * removed after it. Call once at the top of a test file.
+ */
+export function useUploadRigs(scale: number): { rigUp(): Promise<UploadRig>; online(rig: UploadRig, agent: RefreshingAgent, timeoutMs?: number): Promise<unknown> } {
+  let cloud: FakeCloud | undefined;
+  let dirs: AgentDirs | undefined;
+  afterEach(async () => {
+    await killAll();
+    await cloud?.close();
+    if (dirs) removeDirs(dirs);
+    cloud = dirs = undefined;
+  });
+  return {
+    async rigUp() {
+      await ensureBuilt();
+      cloud = await startFakeCloud({ timeScale: scale, uploadPartBytes: PART });
+      dirs = makeDirs();
+      return makeUploadRig(cloud, dirs, scale);
+    },
+    online: (rig, agent, timeoutMs = 20_000) => reachState({ cloud: rig.cloud, dirs: rig.dirs, timeScale: scale, agent, state: 'online', timeoutMs }),
+  };
 }

@@ -6,38 +6,18 @@
 // Paused) is final: one create, dead-lettered as paused-refused, while a
 // later file uploads once unpaused. A file deleted after it was queued is
 // dead-lettered with a reason and holds nothing up.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, status, waitFor, type AgentDirs } from './agent-process.js';
-import { journalQuiet, reachState, sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import {
-  PART, agentWarnings, assetCreates, assetProblems, assetsNamed, bytesReceived, describeAssets, makeUploadRig, startUploadAgent, storagePuts,
-  storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig,
-} from './uploads-harness.js';
+import { type JournalEntry } from '../fake-cloud/index.js';
+import { status, waitFor } from './agent-process.js';
+import { journalQuiet, sleepReal, type RefreshingAgent } from './refresh-harness.js';
+import { PART, agentWarnings, assetCreates, assetProblems, assetsNamed, bytesReceived, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const HOUR = 3600_000;
 const BIG = 20 * PART;
-let cloud: FakeCloud | undefined;
-let dirs: AgentDirs | undefined;
-
-async function rigUp(): Promise<UploadRig> {
-  await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, uploadPartBytes: PART });
-  dirs = makeDirs();
-  return makeUploadRig(cloud, dirs, SCALE);
-}
-
-afterEach(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-  cloud = dirs = undefined;
-});
-
-const online = (rig: UploadRig, agent: RefreshingAgent) => reachState({ cloud: rig.cloud, dirs: rig.dirs, timeScale: SCALE, agent, state: 'online', timeoutMs: 20_000 });
+const { rigUp, online } = useUploadRigs(SCALE);
 
 const partsIn = (rig: UploadRig, name: string): number => assetsNamed(rig.cloud, name)[0]?.parts.filter((p) => p.receivedBytes !== undefined).length ?? 0;
 

@@ -6,39 +6,18 @@
 // sends nothing again; `upload FILE` works with and without a daemon;
 // --delete-after-upload removes a file only once it is complete; a file
 // still growing is not taken.
-import { afterEach, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { appendFileSync, existsSync, readFileSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, status, waitFor, type AgentDirs } from './agent-process.js';
+import { status, waitFor } from './agent-process.js';
 import { cli, plug } from './channels-harness.js';
-import { reachState, sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import {
-  PART, agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, makeUploadRig, recordedChannel, startUploadAgent,
-  storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig,
-} from './uploads-harness.js';
+import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
+import { agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, recordedChannel, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const HOUR = 3600_000;
-let cloud: FakeCloud | undefined;
-let dirs: AgentDirs | undefined;
-
-async function rigUp(): Promise<UploadRig> {
-  await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, uploadPartBytes: PART });
-  dirs = makeDirs();
-  return makeUploadRig(cloud, dirs, SCALE);
-}
-
-afterEach(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-  cloud = dirs = undefined;
-});
-
-const online = (rig: UploadRig, agent: RefreshingAgent) => reachState({ cloud: rig.cloud, dirs: rig.dirs, timeScale: SCALE, agent, state: 'online', timeoutMs: 15_000 });
+const { rigUp, online } = useUploadRigs(SCALE);
 
 async function stop(agent: RefreshingAgent): Promise<void> {
   agent.child.kill('SIGTERM');
@@ -82,14 +61,14 @@ describe('media uploads', () => {
     renameSync(join(rig.media, 'late.mp4.part'), join(rig.media, 'late.mp4'));
 
     await allStored(rig, agent, files);
-    const names = cloud!.assets().map((a) => a.name);
+    const names = rig.cloud.assets().map((a) => a.name);
     expect(names.sort()).toEqual([...files.keys()].sort());
     expect(assetCreates(rig.cloud)).toHaveLength(files.size);
     expect(completeNamed(rig.cloud, 'take1.mxf')[0]!.channel).toBe(videoChannel);
     // offset: how many (real) seconds ago the media was made.
     expect(completeNamed(rig.cloud, 'photo.jpg')[0]!.offset).toBeGreaterThanOrEqual(3599);
     expect(completeNamed(rig.cloud, 'photo.jpg')[0]!.offset).toBeLessThan(3700);
-    for (const a of cloud!.assets()) if (a.name !== 'take1.mxf') expect({ name: a.name, channel: a.channel }).toEqual({ name: a.name, channel: null });
+    for (const a of rig.cloud.assets()) if (a.name !== 'take1.mxf') expect({ name: a.name, channel: a.channel }).toEqual({ name: a.name, channel: null });
     const puts = storagePuts(rig.cloud);
     expect(puts.length).toBeGreaterThanOrEqual(1 + 1 + 2 + 13 + 3 + 1 + 1 + 3 + 2);
     expect(puts.filter((e) => e.authorization !== false)).toEqual([]);
