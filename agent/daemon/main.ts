@@ -25,7 +25,7 @@ import { AgentError, configError } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { ATTEMPT_FILE, attemptToStartFrom, createAttemptStore, readLastAttempt } from './runtime/attempt-record.js';
 import { procStartOf } from './runtime/proc.js';
-import { acquireRunLock } from './runtime/run-lock.js';
+import { acquireRunLock, removeStaleLockTemps } from './runtime/run-lock.js';
 import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
 import { buildUnits } from './units.js';
@@ -126,7 +126,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   }
   // Holding the lock, we are the only writer here: temp files are leftovers of a
   // kill -9, and RuntimeDirectoryPreserve=yes would keep them across restarts.
-  sweepTemps(settings.runtimeDir, logger, removeTempsQuietly(settings.runtimeDir));
+  sweepTemps(settings.runtimeDir, logger, [...removeTempsQuietly(settings.runtimeDir), ...removeStaleLockTemps(settings.runtimeDir)]);
 
   const fileBased = settings.token === undefined || settings.token === '';
   if (fileBased) sweepTemps(path.dirname(settings.tokenFile), logger, sweepCredentialTemps(settings.tokenFile));

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { acquireRunLock, LOCK_FILE, processAlive, type ProcProbe } from '../../agent/daemon/runtime/run-lock.js';
+import { acquireRunLock, LOCK_FILE, processAlive, removeStaleLockTemps, type ProcProbe } from '../../agent/daemon/runtime/run-lock.js';
 import { procStartOf, procStatOf } from '../../agent/daemon/runtime/proc.js';
 import { daemonAlive } from '../../agent/cli/status.js';
 import { AgentError } from '../../agent/lib/errors.js';
@@ -163,5 +163,20 @@ describe('process guards', () => {
       throw new Error('disk gone');
     }, (c) => void exits.push(c))('not even an Error');
     expect(exits).toEqual([1]);
+  });
+});
+
+describe('stale lock temps', () => {
+  it('a starter killed between writing and linking its lock leaves run.lock.<pid>.tmp: removed once that pid is gone, a live one kept', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'c2c-locktmp-'));
+    try {
+      for (const pid of [999_991, 999_992, process.pid]) writeFileSync(path.join(dir, `${LOCK_FILE}.${pid}.tmp`), '{}');
+      writeFileSync(path.join(dir, 'status.json'), '{}');
+      const probe: ProcProbe = { signal: (pid) => (pid === 999_992 ? 'ok' : 'gone'), stat: () => undefined };
+      expect(removeStaleLockTemps(dir, probe)).toEqual([`${LOCK_FILE}.999991.tmp`]);
+      expect(readdirSync(dir).sort()).toEqual([`${LOCK_FILE}.${process.pid}.tmp`, `${LOCK_FILE}.999992.tmp`, 'status.json'].sort());
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

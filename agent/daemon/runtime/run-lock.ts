@@ -3,7 +3,7 @@
 // would see two heartbeats inside a minute. The lock names its owner by pid
 // and /proc start time, so a lock left by a crash or kill -9 (or whose pid
 // the kernel has since given to another process) is taken over, not obeyed.
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { configError } from '../../lib/errors.js';
 import { procStartOf, procStatOf, type ProcStat } from './proc.js';
@@ -125,6 +125,29 @@ function unlinkStale(file: string): void {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
+}
+
+/**
+ * The lock is written under `run.lock.<pid>.tmp` before it is linked into
+ * place; a starter killed in between leaves that file. Removed when its pid
+ * is gone (a live starter's is left alone: it is about to link it).
+ */
+export function removeStaleLockTemps(runtimeDir: string, probe: ProcProbe = realProbe): string[] {
+  const removed: string[] = [];
+  let names: string[] = [];
+  try {
+    names = readdirSync(runtimeDir);
+  } catch {
+    return removed;
+  }
+  for (const name of names) {
+    const m = new RegExp(`^${LOCK_FILE.replace('.', '\\.')}\\.(\\d+)\\.tmp$`).exec(name);
+    const pid = m ? Number(m[1]) : NaN;
+    if (!Number.isInteger(pid) || pid === process.pid || processAlive(pid, undefined, probe)) continue;
+    unlinkQuietly(path.join(runtimeDir, name));
+    removed.push(name);
+  }
+  return removed;
 }
 
 /** The live daemon holding the lock in `runtimeDir`, if one runs. */
