@@ -7,13 +7,12 @@
 // moment the service has answered a connect or disconnect (the channel
 // record is written right after). The end state must be the same: one
 // channel per plugged device, no duplicate, every put ended, nothing left over.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { waitFor } from './agent-process.js';
 import { sleepReal } from './refresh-harness.js';
-import { CONNECT_PATH, KEYS, cli, indexesAtService, makeRig, plug, serviceChannels, startChannelAgent, tempFiles, unplug, type ChannelKey, type Rig } from './channels-harness.js';
+import { CONNECT_PATH, KEYS, cli, indexesAtService, plug, serviceChannels, startChannelAgent, tempFiles, unplug, useChannelRigs, type ChannelKey } from './channels-harness.js';
 import { CONF_TEMP, QueueTracker, convergeAndAudit, hardwareChaos, queueShape } from './channels-crash-tracker.js';
 
 const SCALE = 300;
@@ -21,24 +20,7 @@ const KILLS = 90;
 const BUDGET_MS = 120_000;
 const FINAL: ChannelKey[] = ['video', 'timecode'];
 
-const clouds: FakeCloud[] = [];
-const made: AgentDirs[] = [];
-
-beforeAll(ensureBuilt, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  for (const c of clouds) await c.close();
-  for (const d of made) removeDirs(d);
-});
-
-async function rigAt(scale: number): Promise<Rig> {
-  const cloud = await startFakeCloud({ timeScale: scale });
-  clouds.push(cloud);
-  const dirs = makeDirs();
-  made.push(dirs);
-  return makeRig(cloud, dirs, scale);
-}
+const rigAt = useChannelRigs();
 
 describe('channels through SIGKILLs while the service answers', () => {
   it(`converges without duplicates or lost syncs through ${KILLS} kills aimed at outbox writes and channel calls`, async () => {

@@ -9,8 +9,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
-import type { FakeCloud, SeededDevice } from '../fake-cloud/index.js';
-import { BUNDLE, cleanEnv, type AgentDirs } from './agent-process.js';
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
+import { startFakeCloud, type FakeCloud, type SeededDevice } from '../fake-cloud/index.js';
+import { BUNDLE, cleanEnv, ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs } from './agent-process.js';
 import { startRefreshingAgent, writeClientSecret, writeCredentials, type RefreshingAgent } from './refresh-harness.js';
 
 /** The multi-av-tc profile's channels, in its order: a key's place here is its external_index. */
@@ -262,4 +263,28 @@ export function contentSnapshot(dir: string): Record<string, { size: number; mti
   };
   walk(dir, '');
   return out;
+}
+
+/**
+ * Builds the bundle once, kills every agent after each test, and closes every
+ * fake cloud and removes every unit's dirs at the end. Call once at the top
+ * of a test file; the returned function makes one rig at a time scale.
+ */
+export function useChannelRigs(): (scale: number) => Promise<Rig> {
+  const clouds: FakeCloud[] = [];
+  const made: AgentDirs[] = [];
+  beforeAll(ensureBuilt, 120_000);
+  afterEach(killAll);
+  afterAll(async () => {
+    await killAll();
+    for (const c of clouds) await c.close();
+    for (const d of made) removeDirs(d);
+  });
+  return async (scale) => {
+    const cloud = await startFakeCloud({ timeScale: scale });
+    clouds.push(cloud);
+    const dirs = makeDirs();
+    made.push(dirs);
+    return makeRig(cloud, dirs, scale);
+  };
 }

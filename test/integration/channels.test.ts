@@ -6,45 +6,12 @@
 // shorter than the debounce does nothing; changes made while the service is
 // away reach it when it answers; and an hour of healthy heartbeats writes
 // nothing at all to the state dir; after an outage the device is read again.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { describe, expect, it } from '@jest/globals';
+import { waitFor } from './agent-process.js';
 import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import {
-  CONNECT_PATH,
-  MODEL,
-  channelCalls,
-  cli,
-  contentSnapshot,
-  expectedIndexes,
-  indexesAtService,
-  makeRig,
-  plug,
-  serviceChannels,
-  startChannelAgent,
-  syncCounts,
-  unplug,
-  type Rig,
-} from './channels-harness.js';
+import { CONNECT_PATH, MODEL, channelCalls, cli, contentSnapshot, expectedIndexes, indexesAtService, plug, serviceChannels, startChannelAgent, syncCounts, unplug, type Rig, useChannelRigs } from './channels-harness.js';
 
-const clouds: FakeCloud[] = [];
-const made: AgentDirs[] = [];
-
-beforeAll(ensureBuilt, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  for (const c of clouds) await c.close();
-  for (const d of made) removeDirs(d);
-});
-
-async function rigAt(scale: number): Promise<Rig> {
-  const cloud = await startFakeCloud({ timeScale: scale });
-  clouds.push(cloud);
-  const dirs = makeDirs();
-  made.push(dirs);
-  return makeRig(cloud, dirs, scale);
-}
+const rigAt = useChannelRigs();
 
 /** Runs `body`; a failure carries the daemon's output. */
 async function withAgent<T>(agent: RefreshingAgent, body: () => Promise<T>): Promise<T> {
