@@ -1,42 +1,121 @@
 #!/bin/sh
-# Installs c2c-agent on a camera: the bundle and firmware profiles under
-# /opt/c2c-agent, the unit, the system user, and /etc/c2c-agent.
-# Idempotent: running it again upgrades in place.
+# Installs c2c-agent on a camera (a Pi with systemd and Node.js >= 20): the
+# files in packaging/files.list (bundle and profiles under /opt/c2c-agent,
+# the unit, the sysusers file, the c2c-agent command, a default config that
+# never replaces the administrator's), the c2c-agent user and its state dir;
+# then enables the service and starts it once the config names the service
+# (restarts it when it already runs: an upgrade). Running it again gives the
+# same result.
 #
 #   npm run build && sudo sh scripts/install.sh
-#   DESTDIR=/tmp/stage sh scripts/install.sh   # stage only: no user, no daemon-reload
-#
-# It does not enable or start the service: pair first (see README).
+#   sudo sh scripts/install.sh --uninstall           # keeps credentials, queue, config
+#   sudo sh scripts/install.sh --uninstall --purge   # removes them too
+#   DESTDIR=/tmp/stage sh scripts/install.sh [--uninstall]   # files only: no user, no systemctl
 set -eu
 
+usage="usage: install.sh [--uninstall [--purge]]   (env: DESTDIR, C2C_DIST_DIR)"
 here=$(cd "$(dirname "$0")/.." && pwd)
 dist=${C2C_DIST_DIR:-$here/dist}
 dest=${DESTDIR:-}
-prefix=$dest/opt/c2c-agent
-
-if [ ! -f "$dist/c2c-agent.mjs" ]; then
-  echo "install.sh: $dist/c2c-agent.mjs is missing; run 'npm run build' first" >&2
-  exit 66
+unitdir=/etc/systemd/system
+bindir=/usr/local/bin
+action=install
+purge=no
+for arg in "$@"; do
+  case $arg in
+    --uninstall) action=uninstall ;;
+    --purge) purge=yes ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    *) echo "install.sh: unknown option '$arg'; $usage" >&2; exit 64 ;;
+  esac
+done
+if [ "$purge" = yes ] && [ "$action" != uninstall ]; then
+  echo "install.sh: --purge goes with --uninstall; $usage" >&2
+  exit 64
 fi
 
-install -d -m 0755 "$prefix/dist" "$prefix/firmware-profiles" \
-  "$dest/etc/systemd/system" "$dest/usr/lib/sysusers.d" "$dest/etc/c2c-agent"
-# Copy to a temporary name and rename, so a running daemon that restarts
-# mid-install never loads a half-written bundle.
-install -m 0644 "$dist/c2c-agent.mjs" "$prefix/dist/.c2c-agent.mjs.new"
-mv -f "$prefix/dist/.c2c-agent.mjs.new" "$prefix/dist/c2c-agent.mjs"
-# The bundle embeds the shipped profiles; these copies are the reference an
-# integrator edits and points --profiles-dir at.
-for f in "$here"/firmware-profiles/*.json; do
-  install -m 0644 "$f" "$prefix/firmware-profiles/"
-done
-install -m 0644 "$here/systemd/c2c-agent.service" "$dest/etc/systemd/system/c2c-agent.service"
-install -m 0644 "$here/systemd/c2c-agent.sysusers.conf" "$dest/usr/lib/sysusers.d/c2c-agent.conf"
+. "$here/packaging/lifecycle.sh"
 
-if [ -z "$dest" ]; then
-  systemd-sysusers /usr/lib/sysusers.d/c2c-agent.conf
+# Prints "kind mode source destination" per entry, placeholders filled in.
+manifest() {
+  grep -Ev '^[[:space:]]*(#|$)' "$here/packaging/files.list" |
+    sed -e "s|@unitdir@|$unitdir|" -e "s|@bindir@|$bindir|"
+}
+
+source_path() { # repo-relative source -> path here
+  case $1 in
+    dist/*) echo "$dist/${1#dist/}" ;;
+    *) echo "$here/$1" ;;
+  esac
+}
+
+# Copy under a temporary name and rename, so a daemon restarting mid-install
+# never loads a half-written file.
+put() { # mode source target
+  install -d -m 0755 "$(dirname "$3")"
+  install -m "$1" "$2" "$3.c2c-new"
+  mv -f "$3.c2c-new" "$3"
+}
+
+install_files() {
+  manifest | while read -r kind mode src target; do
+    target=$dest$target
+    from=$(source_path "$src")
+    # Only the last part may be a pattern (unquoted, so it expands).
+    for f in "$(dirname "$from")"/$(basename "$from"); do
+      if [ ! -f "$f" ]; then
+        echo "install.sh: $f is missing; run 'npm run build' first" >&2
+        exit 66
+      fi
+      case $target in */) to=$target$(basename "$f") ;; *) to=$target ;; esac
+      if [ "$kind" = config ] && [ -e "$to" ]; then continue; fi
+      put "$mode" "$f" "$to"
+    done
+  done
+}
+
+remove_files() {
+  manifest | while read -r kind _mode src target; do
+    if [ "$kind" = config ] && [ "$purge" = no ]; then continue; fi
+    case $target in
+      */) for f in "$dest$target"$(basename "$src"); do rm -f "$f"; done ;;
+      *) rm -f "$dest$target" ;;
+    esac
+  done
+  # The folders only c2c-agent uses, once empty (anything the administrator
+  # added stays, and so do they).
+  for d in /opt/c2c-agent/dist /opt/c2c-agent/firmware-profiles /opt/c2c-agent; do
+    rmdir "$dest$d" 2>/dev/null || true
+  done
+}
+
+if [ "$action" = install ]; then
+  install_files
+  [ -n "$dest" ] && exit 0
+  c2c_create_user_and_dirs
   systemctl daemon-reload
-  echo "installed; next: put apiUrl in /etc/c2c-agent/config.json, pair with" \
-    "'sudo -u c2c-agent node /opt/c2c-agent/dist/c2c-agent.mjs pair'," \
-    "then 'systemctl enable --now c2c-agent'"
+  systemctl enable --quiet "$C2C_UNIT"
+  if systemctl --quiet is-active "$C2C_UNIT"; then
+    systemctl restart "$C2C_UNIT"
+    echo "c2c-agent: installed, restarted"
+  elif c2c_api_url_configured; then
+    systemctl start "$C2C_UNIT"
+    echo "c2c-agent: installed, started; 'systemctl status c2c-agent' shows its state"
+  else
+    c2c_next_steps
+  fi
+else
+  if [ -z "$dest" ] && [ -f "$unitdir/$C2C_UNIT" ]; then
+    systemctl disable --now --quiet "$C2C_UNIT"
+  fi
+  remove_files
+  [ -n "$dest" ] && exit 0
+  systemctl daemon-reload
+  systemctl reset-failed "$C2C_UNIT" 2>/dev/null || true
+  if [ "$purge" = yes ]; then
+    c2c_purge_data
+    echo "c2c-agent: removed with its credentials, queue and config (the $C2C_USER user stays)"
+  else
+    echo "c2c-agent: removed; kept $C2C_STATE_DIR (credentials, queue) and $C2C_CONFIG_DIR: --purge removes them"
+  fi
 fi
