@@ -74,6 +74,7 @@ async function route(cloud: FakeCloud, req: IncomingMessage): Promise<Reply> {
     const since = Number(new URLSearchParams(query).get('since') ?? '-Infinity');
     return json(200, cloud.journal.filter((e) => e.t >= since));
   }
+  if (head === 'assets' && parts.length === 1 && method === 'GET') return json(200, cloud.assets());
   if (head === 'assets' && parts.length === 2 && method === 'GET') {
     const a = cloud.asset(id!);
     return a ? json(200, a) : notFound('asset');

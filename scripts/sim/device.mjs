@@ -1,0 +1,190 @@
+// One simulated camera: its own state dir ("flash"), runtime dir ("tmpfs"),
+// media dir (where the camera writes clips) and fake hardware tree under
+// --host-root, and the real agent from the bundle run against them: `pair`,
+// `check --json`, `run`, `queue --json`, exactly as an installer would.
+import { spawn, execFile } from 'node:child_process';
+import { createCipheriv, createHash } from 'node:crypto';
+import { createWriteStream, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import readline from 'node:readline';
+
+/** The firmware profile cam-4k (firmware 2.x) has two channels: the sensor at dev/video0 and the proxy stream at dev/video1. */
+export const FIRMWARE_VERSION = '2.1.0';
+export const CHANNELS = Object.freeze({
+  sensor: { path: 'dev/video0', deviceModelId: 'c2c-cam-4k-sensor' },
+  proxy: { path: 'dev/video1', deviceModelId: 'c2c-cam-4k-proxy' },
+});
+
+/** An environment without the person's own C2C_* settings, which would win over the config file. */
+function cleanEnv(extra) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('C2C_') && k !== 'NOTIFY_SOCKET' && !k.startsWith('WATCHDOG_') && k !== 'NODE_OPTIONS') env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+export class SimDevice {
+  constructor({ index, work, bundle, cloud, timeScale }) {
+    this.index = index;
+    this.label = `cam${index + 1}`;
+    this.bundle = bundle;
+    this.cloud = cloud;
+    this.root = path.join(work, this.label);
+    this.dirs = {
+      state: path.join(this.root, 'state'),
+      run: path.join(this.root, 'run'),
+      host: path.join(this.root, 'host'),
+      media: path.join(this.root, 'media'),
+    };
+    this.logFile = path.join(this.root, 'agent.log');
+    this.env = cleanEnv({ C2C_CONFIG: path.join(this.root, 'config.json'), C2C_TIME_SCALE: String(timeScale) });
+    this.daemon = undefined;
+    this.deviceId = undefined;
+    this.name = undefined;
+    /** Clips written to the media dir: { name, bytes, path }. */
+    this.clips = [];
+    this.plugged = new Set();
+  }
+
+  prepare() {
+    for (const d of Object.values(this.dirs)) mkdirSync(d, { recursive: true, mode: 0o700 });
+    const secretFile = path.join(this.root, 'client-secret');
+    writeFileSync(secretFile, this.cloud.clientSecret, { mode: 0o600 });
+    // The same config file an administrator writes to /etc/c2c-agent/config.json.
+    const config = {
+      apiUrl: this.cloud.url,
+      stateDir: this.dirs.state,
+      runtimeDir: this.dirs.run,
+      hostRoot: this.dirs.host,
+      mediaDir: this.dirs.media,
+      clientSecretFile: secretFile,
+      firmwareVersion: FIRMWARE_VERSION,
+    };
+    writeFileSync(path.join(this.root, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
+  }
+
+  /** `c2c-agent pair`: its screen on this terminal when `inherit`, else each plain line to `onLine`. Resolves to the exit code. */
+  pair({ inherit, onLine }) {
+    const child = spawn(process.execPath, [this.bundle, 'pair', '--timeout', '300'], {
+      env: this.env,
+      stdio: inherit ? ['ignore', 'inherit', 'inherit'] : ['ignore', 'pipe', 'pipe'],
+    });
+    if (!inherit) {
+      readline.createInterface({ input: child.stdout }).on('line', onLine);
+      readline.createInterface({ input: child.stderr }).on('line', onLine);
+    }
+    return new Promise((resolve) => child.once('close', (code) => resolve(code ?? 1)));
+  }
+
+  /** `c2c-agent check --json`: learns the device's id and name. */
+  async check() {
+    const out = await this.command(['check', '--json']);
+    const device = out.json?.device;
+    if (out.code === 0 && device?.id) {
+      this.deviceId = device.id;
+      this.name = device.name ?? device.id;
+    }
+    return out;
+  }
+
+  /** `c2c-agent queue --json`, read from the state dir. */
+  queue() {
+    return this.command(['queue', '--json']);
+  }
+
+  command(args) {
+    return new Promise((resolve) => {
+      execFile(process.execPath, [this.bundle, ...args], { env: this.env, encoding: 'utf8', maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
+        let json;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          json = undefined;
+        }
+        resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, json, stdout, stderr });
+      });
+    });
+  }
+
+  /** `c2c-agent run`: its log goes to agent.log; each state change to `onTransition({ from, to, reason })`. */
+  start(onTransition) {
+    const log = createWriteStream(this.logFile, { flags: 'a' });
+    const child = spawn(process.execPath, [this.bundle, 'run'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stderr.pipe(log, { end: false });
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      log.write(`${line}\n`);
+      let rec;
+      try {
+        rec = JSON.parse(line);
+      } catch {
+        return;
+      }
+      if (typeof rec.from === 'string' && typeof rec.to === 'string') onTransition({ from: rec.from, to: rec.to, reason: rec.reason ?? '' });
+    });
+    const exited = new Promise((resolve) => child.once('close', (code, signal) => {
+      log.end();
+      resolve(code ?? (signal ? `signal ${signal}` : 1));
+    }));
+    this.daemon = { child, exited };
+    return child.pid;
+  }
+
+  /** SIGTERM, as systemd stops it; the exit code. */
+  async stop() {
+    if (!this.daemon) return undefined;
+    if (this.daemon.child.exitCode === null && this.daemon.child.signalCode === null) this.daemon.child.kill('SIGTERM');
+    return this.daemon.exited;
+  }
+
+  kill() {
+    this.daemon?.child.kill('SIGKILL');
+  }
+
+  /** The daemon's status.json (runtime dir), or undefined between writes and before the first. */
+  status() {
+    try {
+      return JSON.parse(readFileSync(path.join(this.dirs.run, 'status.json'), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  plug(key) {
+    const p = path.join(this.dirs.host, CHANNELS[key].path);
+    mkdirSync(path.dirname(p), { recursive: true });
+    writeFileSync(p, '');
+    this.plugged.add(key);
+  }
+
+  unplug(key) {
+    rmSync(path.join(this.dirs.host, CHANNELS[key].path), { force: true });
+    this.plugged.delete(key);
+  }
+
+  /** A finished clip as a camera writes it: `name.part` first, renamed into place when complete. */
+  dropClip(name, bytes, random) {
+    // A keystream seeded from `random`: incompressible bytes, the same for the same seed, and fast.
+    const seed = Buffer.from(Array.from({ length: 48 }, () => Math.floor(random() * 256)));
+    const data = createCipheriv('aes-256-ctr', seed.subarray(0, 32), seed.subarray(32)).update(Buffer.alloc(bytes));
+    const file = path.join(this.dirs.media, name);
+    writeFileSync(`${file}.part`, data);
+    renameSync(`${file}.part`, file);
+    this.clips.push({ name, bytes, path: file });
+  }
+}
+
+/**
+ * Whether the fake stored `clip` byte for byte: the asset's parts split the
+ * file as the service defines it (chunk = ceil(size / n), the last to EOF),
+ * and each part's sha256 must be that slice's.
+ */
+export function sameBytes(clip, asset) {
+  const data = readFileSync(clip.path);
+  if (asset.filesize !== data.length || asset.parts.length === 0) return false;
+  const chunk = Math.ceil(data.length / asset.parts.length);
+  return asset.parts.every((part, i) => {
+    const slice = data.subarray(i * chunk, i === asset.parts.length - 1 ? data.length : (i + 1) * chunk);
+    return part.receivedBytes === slice.length && part.sha256 === createHash('sha256').update(slice).digest('hex');
+  });
+}

@@ -1,0 +1,106 @@
+// The verdict: every invariant the story must keep, checked from the
+// service's side (referee, assets, channels) and the agents' (exit codes,
+// queues), then drawn as the closing report.
+import { CHANNELS, sameBytes } from './device.mjs';
+import { bytes, duration, histogram, onlineShare, refereeLine, spacings, timeline, verdict } from './report.mjs';
+
+/** Whether a device has finished its work: online, nothing queued, every clip stored, channels as plugged. */
+export async function settled(cloud, monitor, device) {
+  const row = monitor.row(device);
+  if (row.state !== 'online' || row.queued > 0 || row.clipsStored < row.clips) return false;
+  return channelsMatch(await cloud.device(device.deviceId), device);
+}
+
+function channelsMatch(record, device) {
+  const atService = (record?.channels ?? []).map((c) => c.device_model_id).sort();
+  const plugged = [...device.plugged].map((k) => CHANNELS[k].deviceModelId).sort();
+  return atService.length === plugged.length && atService.every((m, i) => m === plugged[i]);
+}
+
+/** Everything the report needs, read after the agents stopped. */
+export async function gather({ cloud, devices, exitCodes }) {
+  const assets = await cloud.assets();
+  const facts = [];
+  for (const [i, d] of devices.entries()) {
+    const queue = await d.queue();
+    facts.push({ device: d, exitCode: exitCodes[i], referee: await cloud.referee(d.deviceId), record: await cloud.device(d.deviceId), queue: queue.json, assets: assets.filter((a) => a.deviceId === d.deviceId) });
+  }
+  return facts;
+}
+
+function clipCheck(f) {
+  const problems = [];
+  for (const clip of f.device.clips) {
+    const complete = f.assets.filter((a) => a.name === clip.name && a.complete);
+    if (complete.length === 0) problems.push(`${clip.name} not stored`);
+    else if (complete.length > 1) problems.push(`${clip.name} stored ${complete.length} times`);
+    else if (!sameBytes(clip, complete[0])) problems.push(`${clip.name} differs from the file`);
+  }
+  const strays = f.assets.filter((a) => a.complete && !f.device.clips.some((c) => c.name === a.name));
+  for (const a of strays) problems.push(`${a.name} stored but never written`);
+  return problems;
+}
+
+function queueCheck(q) {
+  if (!q) return ['`c2c-agent queue --json` gave no answer'];
+  const sum = (state) => Object.values(q.byKind ?? {}).reduce((n, k) => n + (k[state]?.items ?? 0), 0);
+  const problems = [];
+  if (sum('pending') > 0) problems.push(`${sum('pending')} pending`);
+  if (sum('dead') > 0) problems.push(`${sum('dead')} dead-lettered`);
+  if (q.quarantined > 0) problems.push(`${q.quarantined} quarantined segments`);
+  return problems;
+}
+
+/** The checks, one per invariant, each over every device. */
+export function checks(facts, { storyMs }) {
+  const each = (name, problemsOf, okDetail) => {
+    const problems = facts.flatMap((f) => problemsOf(f).map((p) => `${f.device.label}: ${p}`));
+    return { name, ok: problems.length === 0, detail: problems.length === 0 ? okDetail : problems.join('; ') };
+  };
+  const hb = facts.reduce((n, f) => n + f.referee.heartbeats, 0);
+  const clips = facts.reduce((n, f) => n + f.device.clips.length, 0);
+  const clipBytes = facts.reduce((n, f) => n + f.device.clips.reduce((m, c) => m + c.bytes, 0), 0);
+  return [
+    each(
+      'referee',
+      (f) => {
+        const r = f.referee;
+        const bad = [r.tooSoon && `${r.tooSoon} too soon`, r.tooLate && `${r.tooLate} too late`, r.missingVersion && `${r.missingVersion} without x-client-version`];
+        if (r.successfulHeartbeats < 2) bad.push(`only ${r.successfulHeartbeats} accepted heartbeats`);
+        return bad.filter(Boolean);
+      },
+      `0 violations in ${hb} heartbeats (none under 60 s apart, no gap over 300 s while the service answered, x-client-version on every call)`,
+    ),
+    each('back online at the end', (f) => (f.record?.status === 'online' ? [] : [`the service shows it ${f.record?.status ?? 'unknown'}`]), 'the service shows every camera online'),
+    each('queue drained', (f) => queueCheck(f.queue), 'no item pending, none dead-lettered, nothing quarantined'),
+    each('clips stored byte-identical', clipCheck, `${clips} clips, ${bytes(clipBytes)}: each stored once, every part's sha256 equal to the file's slice`),
+    each('channels as plugged', (f) => (channelsMatch(f.record, f.device) ? [] : [`the service lists ${(f.record?.channels ?? []).map((c) => c.device_model_id).join(', ') || 'none'}, plugged: ${[...f.device.plugged].join(', ') || 'none'}`]), 'the service lists exactly the plugged channels'),
+    each('clean stop', (f) => (f.exitCode === 0 ? [] : [`the agent exited with ${f.exitCode} on SIGTERM`]), 'every agent exited 0 on SIGTERM'),
+  ].concat(storyMs > 0 ? [] : [{ name: 'story', ok: false, detail: 'stopped before it began' }]);
+}
+
+/** The closing report's lines, and whether every invariant held. */
+export function render(facts, monitor, { storyMs, drained, wallMs }) {
+  const lines = ['', `── report: ${duration(storyMs)} of agent time in ${(wallMs / 1000).toFixed(1)} s ──`, '', 'heartbeat spacing (every camera, from the service\'s side):'];
+  lines.push(...histogram(spacings(facts.map((f) => f.referee.heartbeatTimes))));
+  lines.push('', 'states (the agents\' own view):');
+  lines.push(...timeline({ devices: facts.map((f) => ({ label: f.device.label, states: monitor.live.get(f.device.label).states })), outages: monitor.outages, endMs: storyMs }));
+  lines.push('', 'online:');
+  for (const f of facts) {
+    const share = onlineShare(monitor.live.get(f.device.label).states, storyMs);
+    const down = monitor.outages.reduce((n, o) => n + (o.to - o.from), 0);
+    lines.push(`  ${f.device.label} (${f.device.name}): ${(share * 100).toFixed(1)} % of the story online (network down for ${duration(down)}${f.device.index === 0 ? ', and the revoked token until paired again' : ''})`);
+  }
+  lines.push('', 'referee:');
+  for (const f of facts) lines.push(`  ${refereeLine(f.device.label, f.referee)}`);
+  lines.push('', 'uploads:');
+  for (const f of facts) {
+    const wire = f.assets.reduce((n, a) => n + a.bytesReceived, 0);
+    lines.push(`  ${f.device.label}: ${f.device.clips.length} clips, ${f.assets.length} assets created, ${bytes(wire)} stored`);
+  }
+  const c = checks(facts, { storyMs });
+  if (!drained) c.push({ name: 'settled after the story', ok: false, detail: 'the agents had not finished their work within the drain limit' });
+  const v = verdict(c);
+  lines.push('', 'invariants:', ...v.lines);
+  return { ok: v.ok, lines };
+}

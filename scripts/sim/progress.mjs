@@ -1,0 +1,75 @@
+// Live progress a person can follow. On a terminal: story events scroll,
+// and under them a block (the story clock, one row per device) is redrawn in
+// place. Anywhere else (a pipe, a CI log): plain lines only, never an escape
+// code: every story event, state change and heartbeat, and every few agent
+// minutes one status line per device.
+import { bytes, clock, duration } from './report.mjs';
+
+const CSI = '\u001b[';
+
+export function deviceRow(r) {
+  const gap = r.lastGapMs !== undefined ? `, last gap ${duration(r.lastGapMs)}` : '';
+  const channels = r.channels.length > 0 ? r.channels.join('+') : 'none';
+  const known = r.channelsKnown === null ? 'not synced' : `${r.channelsKnown.length} at service`;
+  const uploads = r.clips > 0 ? `${r.clipsStored}/${r.clips} clips stored (${bytes(r.bytesStored)} of ${bytes(r.bytesTotal)})` : 'no clips yet';
+  return `${r.label} ${r.state.padEnd(13)} hb ${r.heartbeatsOk}/${r.heartbeats} ok${gap}; channels ${channels} (${known}); queue ${r.queued}; ${uploads}`;
+}
+
+export class Progress {
+  constructor({ out = process.stdout, plain = false, totalMs }) {
+    this.out = out;
+    this.tty = out.isTTY === true && !plain && process.env.TERM !== 'dumb';
+    this.totalMs = totalMs;
+    this.blockRows = 0;
+    this.header = '';
+    this.rows = [];
+  }
+
+  /** A line that stays: a story event, a state change, a heartbeat (plain mode), a pairing line. */
+  line(t, text) {
+    const stamped = t === undefined ? `[sim] ${text}` : `[sim ${clock(t)}] ${text}`;
+    if (!this.tty) return void this.out.write(`${stamped}\n`);
+    this.out.write(`${this.clearBlock()}${stamped}\n${this.block()}`);
+  }
+
+  /** Heartbeats scroll only in plain mode; on a terminal the block shows their counts. */
+  heartbeat(t, device, attempt, gapMs) {
+    if (this.tty) return;
+    const answer = attempt.status === 0 ? 'connection reset' : attempt.status === 204 ? '204 accepted' : `${attempt.status}${attempt.faults.length > 0 ? ` (injected ${attempt.faults.join(', ')})` : ''}`;
+    this.line(t, `${device.label} heartbeat: ${answer}${gapMs !== undefined ? `, ${duration(gapMs)} after the previous one` : ''}`);
+  }
+
+  /** The block under the scrolling lines (terminal), or one status line per device (plain, when asked). */
+  update(t, network, rows, { plainStatus = false } = {}) {
+    const bar = this.totalMs > 0 ? progressBar(Math.min(1, t / this.totalMs), 20) : '';
+    this.header = `agent time ${clock(t)} of ${clock(this.totalMs)} ${bar}  network ${network}`;
+    this.rows = rows.map(deviceRow);
+    if (this.tty) this.out.write(`${this.clearBlock()}${this.block()}`);
+    else if (plainStatus) for (const r of this.rows) this.line(t, `status ${r}`);
+  }
+
+  clearBlock() {
+    if (this.blockRows === 0) return '';
+    const s = `\r${CSI}${this.blockRows}A${CSI}J`;
+    this.blockRows = 0;
+    return s;
+  }
+
+  block() {
+    if (!this.header) return '';
+    const width = Math.max(40, (this.out.columns ?? 120) - 1);
+    const lines = [this.header, ...this.rows].map((l) => (l.length > width ? `${l.slice(0, width - 1)}…` : l));
+    this.blockRows = lines.length;
+    return `${lines.join('\n')}\n`;
+  }
+
+  /** The block is left as it was last drawn; what follows is printed under it. */
+  close() {
+    this.blockRows = 0;
+  }
+}
+
+function progressBar(fraction, width) {
+  const full = Math.round(fraction * width);
+  return `▕${'█'.repeat(full)}${'░'.repeat(width - full)}▏`;
+}
