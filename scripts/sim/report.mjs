@@ -100,14 +100,14 @@ export function timeline({ devices, outages, endMs, width = 60 }) {
   const ruler = new Array(width).fill(' ');
   const every = Math.max(1, Math.ceil(endMs / 60_000 / 6));
   const marks = [];
-  for (let m = 0; m * 60_000 < endMs; m += every) {
-    const col = Math.floor((m * 60_000) / slice);
+  for (let m = 0; m * 60_000 <= endMs; m += every) {
+    const col = Math.min(width - 1, Math.floor((m * 60_000) / slice));
     ruler[col] = '╵';
     marks.push({ col, text: `${m}m` });
   }
   const labels = new Array(width + 8).fill(' ');
   for (const { col, text } of marks) for (let k = 0; k < text.length; k++) labels[col + k] = text[k];
-  lines.push(`  ${pad('')} ${ruler.join('')}`, `  ${pad('')} ${labels.join('').trimEnd()}`, `  ${TIMELINE_LEGEND}`);
+  lines.push(`  ${pad('')} ${ruler.join('').trimEnd()}`, `  ${pad('')} ${labels.join('').trimEnd()}`, `  ${TIMELINE_LEGEND}`);
   return lines;
 }
 

@@ -1,6 +1,8 @@
-// The README's first command: `npm run simulate` must work end to end (fake
-// cloud + real agent + an outage + the referee's verdict). Run here at a
-// high time scale so 15 agent minutes take a few real seconds.
+// The README's first command: `npm run simulate` plays the whole story with
+// real agent processes against the fake cloud (pairing, heartbeats, a
+// channel plugged and unplugged, clips, an outage, a revoke and pairing
+// again) and exits 0 only when every invariant held. Run here with one
+// camera at a high time scale, so ten agent minutes take a few seconds.
 import { describe, expect, it, beforeAll } from '@jest/globals';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -8,32 +10,65 @@ import { ensureBuilt, ROOT } from './agent-process.js';
 
 beforeAll(ensureBuilt, 120_000);
 
-function simulate(args: string[]): Promise<{ code: number | null; out: string }> {
+function simulate(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [join(ROOT, 'scripts/simulate.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const guard = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    child.on('exit', (code) => {
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const guard = setTimeout(() => child.kill('SIGINT'), 75_000);
+    child.on('close', (code) => {
       clearTimeout(guard);
-      resolve({ code, out });
+      resolve({ code, stdout, stderr });
     });
   });
 }
 
 describe('npm run simulate', () => {
-  it('pairs-checks, rides out the outage, and ends with a clean referee verdict', async () => {
-    const { code, out } = await simulate(['--minutes', '15', '--time-scale', '300']);
-    expect(out).toContain('c2c-agent check -> exit 0');
-    expect(out).toContain('state starting -> online');
-    expect(out).toMatch(/state online -> offline: network ECONNREFUSED/);
-    expect(out).toMatch(/state offline -> online/);
-    expect(out).toContain('agent exited with 0');
-    const referee = JSON.parse(/referee: (\{.*\})/.exec(out)?.[1] ?? 'null') as Record<string, number> | null;
-    expect(referee).toMatchObject({ tooSoon: 0, tooLate: 0, missingVersion: 0 });
-    expect(referee?.successfulHeartbeats).toBeGreaterThanOrEqual(3);
-    expect(out).toContain('OK: the camera stayed online');
-    expect(code).toBe(0);
+  it('tells the whole story and ends with every invariant held', async () => {
+    const { code, stdout, stderr } = await simulate(['--minutes', '10', '--time-scale', '120', '--seed', '3']);
+    const failure = `exit ${code}\n${stdout}\n${stderr}`;
+    // Pairing through the device-code flow, shown as the pair command's own lines.
+    expect(stdout).toMatch(/^\[sim\] cam1 pair \| pairing code: \d{3} \d{3}$/m);
+    expect(stdout).toMatch(/^\[sim\] cam1 pair \| paired: /m);
+    expect(stdout).toMatch(/^\[sim 00:00\] cam1 agent pid \d+: `c2c-agent run`/m);
+    // Off a terminal: plain lines only, one per heartbeat, and no escape code.
+    expect(stdout).not.toContain('\u001b[');
+    expect(stdout).toMatch(/^\[sim \d\d:\d\d\] cam1 heartbeat: 204 accepted, \d+m\d\ds after the previous one$/m);
+    expect(stdout).toMatch(/^\[sim \d\d:\d\d\] status cam1 /m);
+    // The story's turns, as the agent lived them.
+    expect(stdout).toContain('cam1 state starting -> online');
+    expect(stdout).toContain('hardware: proxy channel plugged in');
+    expect(stdout).toContain('hardware: proxy channel unplugged');
+    expect(stdout).toMatch(/cam1 state online -> offline: network ECONNREFUSED/);
+    expect(stdout).toMatch(/cam1 state \S+ -> needs-pairing/);
+    expect(stdout).toMatch(/cam1 state needs-pairing -> online/);
+    // The report: the histogram, the timeline, the referee in words, the invariants.
+    expect(stdout).toContain('heartbeat spacing');
+    expect(stdout).toContain('┼── 60 s: the minimum spacing');
+    expect(stdout).toMatch(/^ {2}cam1 {4}[·█░▒?]+$/m);
+    expect(stdout).toMatch(/cam1: \d+ heartbeats \(\d+ accepted.*\); 0 too soon, 0 too late, 0 without x-client-version/);
+    expect(stdout).not.toMatch(/"tooSoon"|heartbeatTimes/);
+    for (const invariant of ['referee: 0 violations', 'queue drained', 'clips stored byte-identical', 'channels as plugged', 'clean stop']) {
+      expect(stdout).toContain(`✓ ${invariant}`);
+    }
+    expect(stdout).not.toContain('✗');
+    expect(stdout).toContain('OK: every invariant held');
+    expect(stderr).toBe('');
+    expect({ code, failure }).toEqual({ code: 0, failure });
   }, 90_000);
+
+  it('answers an unknown option with one usage line and exit 64', async () => {
+    const { code, stdout, stderr } = await simulate(['--bogus']);
+    expect(code).toBe(64);
+    expect(stdout).toBe('');
+    expect(stderr).toMatch(/^simulate: unknown option '--bogus'; usage: npm run simulate -- \[--devices N\].*\n$/);
+  });
+
+  it('names a bad value and where it came from', async () => {
+    const { code, stderr } = await simulate(['--faults', 'extreme']);
+    expect(code).toBe(64);
+    expect(stderr).toMatch(/^simulate: --faults "extreme": must be light or heavy; usage: /);
+  });
 });
