@@ -1,0 +1,201 @@
+// test:systemd: the agent under a real systemd (PID 1 in a podman container
+// booted from a debootstrapped Debian), installed and removed for real from
+// the .deb and with scripts/install.sh, paired against the fake cloud
+// running in the same container. One PASS or FAIL line per check; one SKIP
+// line, exit 0, where podman cannot run.
+//
+//   npm run test:systemd            (C2C_DEBIAN_MIRROR=... to use another mirror)
+//
+// For the watchdog check a drop-in lowers WatchdogSec from 120 s to 10 s
+// (real time); nothing else in the unit is changed.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Machine, buildNodeDeb, ensureBaseImage, whyNot } from './systemd-rig.mjs';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const UNIT = 'c2c-agent.service';
+const TEST_WATCHDOG_SEC = 10;
+const CLIENT_SECRET = 'test-systemd-client-secret';
+const started = Date.now();
+const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+const log = (line) => process.stdout.write(`${line}\n`);
+let failures = 0;
+
+function check(name, ok, detail) {
+  if (!ok) failures++;
+  log(`${ok ? 'PASS' : 'FAIL'}  ${name}: ${detail}`);
+  return ok;
+}
+
+async function waitFor(what, probe, timeoutMs) {
+  const t0 = Date.now();
+  for (;;) {
+    const v = probe();
+    if (v) return { value: v, ms: Date.now() - t0 };
+    if (Date.now() - t0 > timeoutMs) return { value: undefined, ms: Date.now() - t0, what };
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const reason = whyNot();
+if (reason !== undefined) {
+  log(`SKIP  test:systemd: ${reason}`);
+  process.exit(0);
+}
+
+const work = mkdtempSync(path.join(tmpdir(), 'c2c-systemd-'));
+const machine = new Machine(`c2c-systemd-${process.pid}`);
+try {
+  const tImage = Date.now();
+  const how = ensureBaseImage((l) => log(`      ${l}`));
+  log(`      base image ready in ${secs(Date.now() - tImage)} (${how})`);
+  const agentDeb = execFileSync(process.execPath, [path.join(root, 'scripts/package-deb.mjs'), '--out', work], { encoding: 'utf8' }).trim().split(' ')[0];
+  const nodeDeb = buildNodeDeb(work);
+
+  const tBoot = Date.now();
+  const state = machine.boot();
+  check('boot', state === 'running' || state === 'degraded', `systemd is PID 1, system ${state} after ${secs(Date.now() - tBoot)}`);
+  machine.copyIn(path.resolve(agentDeb), '/root/c2c-agent.deb');
+  machine.copyIn(nodeDeb, '/root/nodejs.deb');
+  machine.copyIn(path.join(root, 'dist/fake-cloud.mjs'), '/root/fake-cloud.mjs');
+
+  // 1. The package, with no config yet: installed and enabled, not started.
+  const inst = machine.sh('dpkg -i /root/nodejs.deb /root/c2c-agent.deb 2>&1');
+  const enabled = machine.sh(`systemctl is-enabled ${UNIT}`).stdout.trim();
+  const active = machine.sh(`systemctl is-active ${UNIT}`).stdout.trim();
+  const user = machine.sh('id -u c2c-agent').status === 0;
+  check('dpkg -i', inst.status === 0 && enabled === 'enabled' && active === 'inactive' && user,
+    `exit ${inst.status}, unit ${enabled} and ${active} (no apiUrl yet), user c2c-agent ${user ? 'created' : 'MISSING'}; postinst said: ${lastLine(inst.out)}`);
+
+  // 2. The fake cloud next to it, approving pairing codes after 1 s.
+  machine.sh(`systemd-run --unit c2c-fake-cloud node /root/fake-cloud.mjs --port 8080 --admin-port 8081 --devices 0 --auto-approve 1 --client-secret ${CLIENT_SECRET}`);
+  const cloud = await waitFor('fake cloud', () => {
+    const line = machine.sh('journalctl -u c2c-fake-cloud -o cat | grep -m1 adminUrl').stdout.trim();
+    return line ? JSON.parse(line) : undefined;
+  }, 20_000);
+  if (!check('fake cloud', cloud.value !== undefined, cloud.value ? `listening on ${cloud.value.url}` : 'no start line within 20 s')) throw new Error('no fake cloud');
+  const { url, adminUrl } = cloud.value;
+
+  // 3. Configure as the README says, with the test's shorter watchdog.
+  machine.sh([
+    `printf '%s' '${CLIENT_SECRET}' > /etc/c2c-agent/client-secret`,
+    'chown c2c-agent: /etc/c2c-agent/client-secret && chmod 0600 /etc/c2c-agent/client-secret',
+    `printf '{"apiUrl": "${url}", "clientSecretFile": "/etc/c2c-agent/client-secret"}\\n' > /etc/c2c-agent/config.json`,
+    `mkdir -p /etc/systemd/system/${UNIT}.d`,
+    `printf '[Service]\\nWatchdogSec=${TEST_WATCHDOG_SEC}s\\n' > /etc/systemd/system/${UNIT}.d/test-watchdog.conf`,
+    'systemctl daemon-reload',
+  ].join(' && '));
+
+  // 4. Start: Type=notify, so `systemctl start` returns once READY=1 arrived.
+  const tStart = Date.now();
+  const start = machine.sh(`systemctl start ${UNIT}`);
+  const s1 = machine.show(UNIT, ['ActiveState', 'SubState', 'MainPID', 'StatusText']);
+  check('READY', start.status === 0 && s1.ActiveState === 'active', `systemctl start returned ${start.status} after ${secs(Date.now() - tStart)}; ${s1.ActiveState}/${s1.SubState}, MainPID ${s1.MainPID}`);
+  check('STATUS= (unpaired)', /needs pairing/.test(statusLine()), statusLine());
+
+  // 5. Pair as the README says; the daemon takes the credentials on SIGHUP.
+  const pair = machine.sh('runuser -u c2c-agent -- c2c-agent pair --json --timeout 60', { timeoutMs: 90_000 });
+  const paired = pair.stdout.trim().split('\n').map((l) => safeJson(l)).find((e) => e?.event === 'paired');
+  check('pair', pair.status === 0 && paired !== undefined, `exit ${pair.status}, device ${paired?.device?.id ?? '?'}, daemon ${paired?.daemon ?? '?'}`);
+  const deviceId = paired?.device?.id;
+
+  // 6. Heartbeats reach the fake cloud, and STATUS= says so.
+  const beat = await waitFor('heartbeat', () => {
+    const r = deviceId && machine.admin(adminUrl, `/referee/${deviceId}`);
+    return r && r.successfulHeartbeats >= 1 ? r : undefined;
+  }, 30_000);
+  check('heartbeat', beat.value !== undefined, beat.value
+    ? `${beat.value.successfulHeartbeats} accepted by the fake cloud ${secs(beat.ms)} after pairing, ${beat.value.tooSoon + beat.value.tooLate} spacing violations`
+    : 'none within 30 s');
+  const online = await waitFor('online', () => (/^online/.test(statusLine()) ? statusLine() : undefined), 10_000);
+  check('STATUS= (online)', online.value !== undefined, `systemctl status shows ${online.value ?? statusLine()}`);
+
+  // 7. A hung agent: SIGSTOP, the watchdog kills it, Restart= brings it back.
+  const before = machine.show(UNIT, ['MainPID', 'NRestarts']);
+  const tStop = Date.now();
+  machine.sh(`kill -STOP ${before.MainPID}`);
+  const back = await waitFor('restart', () => {
+    const s = machine.show(UNIT, ['MainPID', 'NRestarts', 'ActiveState']);
+    return s.ActiveState === 'active' && s.MainPID !== before.MainPID && s.MainPID !== '0' ? s : undefined;
+  }, (TEST_WATCHDOG_SEC + 10 + 30) * 1000);
+  const wdLog = machine.sh(`journalctl -u ${UNIT} -o cat | grep -m1 -i 'watchdog timeout'`).stdout.trim();
+  check('watchdog', back.value !== undefined && wdLog !== '', back.value
+    ? `pid ${before.MainPID} stopped; "${wdLog}"; pid ${back.value.MainPID} READY ${secs(Date.now() - tStop)} after SIGSTOP (WatchdogSec=${TEST_WATCHDOG_SEC}s + RestartSec=10s), NRestarts ${before.NRestarts} -> ${back.value.NRestarts}`
+    : `no restart within ${secs(back.ms)}; journal: ${wdLog || 'no watchdog line'}`);
+
+  // 8. systemd-analyze security on the running unit.
+  const sec = machine.sh(`SYSTEMD_COLORS=0 systemd-analyze security ${UNIT}`);
+  const score = /Overall exposure level for \S+: (\d+(?:\.\d+)?) (\S+)/.exec(sec.stdout);
+  check('security', score !== null && Number(score[1]) <= 3.0, score ? `systemd-analyze security ${UNIT}: ${score[1]} ${score[2]}` : lastLine(sec.out));
+
+  // 9. A clean, quick stop.
+  const tHalt = Date.now();
+  const stop = machine.sh(`systemctl stop ${UNIT}`);
+  const haltMs = Date.now() - tHalt;
+  const s2 = machine.show(UNIT, ['ActiveState', 'Result', 'ExecMainStatus']);
+  check('stop', stop.status === 0 && s2.Result === 'success' && haltMs < 5000, `systemctl stop took ${secs(haltMs)}; Result=${s2.Result}, exit status ${s2.ExecMainStatus}, ${s2.ActiveState}`);
+
+  // 10. Remove keeps the credentials; purge deletes them.
+  const rm = machine.sh('dpkg -r c2c-agent 2>&1');
+  const kept = machine.sh('test -f /var/lib/c2c-agent/credentials.json && test -f /etc/c2c-agent/config.json').status === 0;
+  const gone = machine.sh('test ! -e /opt/c2c-agent && test ! -e /usr/lib/systemd/system/c2c-agent.service').status === 0;
+  check('dpkg -r', rm.status === 0 && kept && gone, `exit ${rm.status}; program and unit ${gone ? 'gone' : 'STILL THERE'}; credentials and config ${kept ? 'kept' : 'LOST'}`);
+  const purge = machine.sh('dpkg -P c2c-agent 2>&1');
+  const clean = machine.sh('test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /run/c2c-agent').status === 0;
+  check('dpkg -P', purge.status === 0 && clean, `exit ${purge.status}; state, runtime and config dirs ${clean ? 'removed' : 'STILL THERE'}`);
+
+  // 11. The same with scripts/install.sh, twice, then --uninstall [--purge].
+  installScriptChecks(url);
+} catch (err) {
+  check('run', false, err instanceof Error ? err.message : String(err));
+} finally {
+  machine.remove();
+  rmSync(work, { recursive: true, force: true });
+}
+log(`${failures === 0 ? 'all checks passed' : `${failures} check(s) failed`} in ${secs(Date.now() - started)}`);
+process.exit(failures === 0 ? 0 : 1);
+
+function installScriptChecks(url) {
+  const src = '/root/c2c-agent-src';
+  machine.sh(`mkdir -p ${src}/scripts`);
+  for (const p of ['dist', 'firmware-profiles', 'systemd', 'packaging']) machine.copyIn(path.join(root, p), `${src}/${p}`);
+  machine.copyIn(path.join(root, 'scripts/install.sh'), `${src}/scripts/install.sh`);
+  const listing = `find /opt/c2c-agent /etc/c2c-agent /etc/systemd/system/${UNIT} /usr/lib/sysusers.d/c2c-agent.conf /usr/local/bin/c2c-agent /var/lib/c2c-agent -printf '%p %m %u\\n' | sort; md5sum /opt/c2c-agent/dist/c2c-agent.mjs /etc/c2c-agent/config.json`;
+  machine.sh(`mkdir -p /etc/c2c-agent && printf '{"apiUrl": "${url}"}\\n' > /etc/c2c-agent/config.json`);
+  const first = machine.sh(`sh ${src}/scripts/install.sh`);
+  const s1 = machine.show(UNIT, ['ActiveState', 'StatusText']);
+  const layout1 = machine.sh(listing).stdout;
+  check('install.sh', first.status === 0 && s1.ActiveState === 'active', `exit ${first.status}: ${lastLine(first.out)}; ${s1.ActiveState}, STATUS="${s1.StatusText}"`);
+  const status = machine.sh('runuser -u c2c-agent -- c2c-agent status');
+  check('status (needs pairing)', status.status === 77, `c2c-agent status exits ${status.status}: ${status.stdout.trim().split('\n')[0]}`);
+  const second = machine.sh(`sh ${src}/scripts/install.sh`);
+  const layout2 = machine.sh(listing).stdout;
+  const s2 = machine.show(UNIT, ['ActiveState']);
+  check('install.sh again', second.status === 0 && layout1 === layout2 && s2.ActiveState === 'active',
+    `exit ${second.status}: ${lastLine(second.out)}; files, modes and owners ${layout1 === layout2 ? 'identical' : 'DIFFER'} (${layout1.split('\n').length - 3} paths), ${s2.ActiveState}`);
+  const un = machine.sh(`sh ${src}/scripts/install.sh --uninstall`);
+  const keptState = machine.sh('test -d /var/lib/c2c-agent && test -f /etc/c2c-agent/config.json && test ! -e /opt/c2c-agent').status === 0;
+  const inactive = machine.sh(`systemctl is-active ${UNIT}`).stdout.trim();
+  check('install.sh --uninstall', un.status === 0 && keptState && inactive !== 'active', `exit ${un.status}: ${lastLine(un.out)}; ${inactive}`);
+  const un2 = machine.sh(`sh ${src}/scripts/install.sh --uninstall --purge`);
+  const purged = machine.sh('test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /etc/systemd/system/c2c-agent.service').status === 0;
+  check('install.sh --uninstall --purge', un2.status === 0 && purged, `exit ${un2.status}: ${lastLine(un2.out)}`);
+}
+
+function statusLine() {
+  return /Status: "(.*)"/.exec(machine.sh(`SYSTEMD_COLORS=0 systemctl status --no-pager ${UNIT}`).stdout)?.[1] ?? '(no Status: line)';
+}
+
+function lastLine(text) {
+  return text.trim().split('\n').at(-1) ?? '';
+}
+
+function safeJson(line) {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
