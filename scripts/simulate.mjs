@@ -58,13 +58,20 @@ async function story(o) {
   const cloud = new SimCloud({ bundle: dist('fake-cloud.mjs'), timeScale: o.timeScale, autoApproveSeconds });
   const devices = [];
   const cancel = new AbortController();
-  const onSignal = (sig) => cancel.abort(new Error(`stopped by ${sig}`));
+  const onSignal = (sig) => {
+    // A second Ctrl-C does not wait for the report (the agents are killed on exit).
+    if (cancel.signal.aborted) process.exit(sig === 'SIGINT' ? 130 : 143);
+    cancel.abort(new Error(`stopped by ${sig}`));
+  };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // A reader that went away (`| head`): end the story as if stopped, and write nothing more there.
+  process.stdout.on('error', () => cancel.abort(new Error('stopped: stdout closed')));
   try {
     await cloud.start();
     say(`c2c-agent simulator: ${o.devices} camera${o.devices === 1 ? '' : 's'}, ${o.minutes} agent minutes at --time-scale ${o.timeScale} (${((o.minutes * 60) / o.timeScale).toFixed(0)} s), faults ${o.faults}, seed ${o.seed}`);
-    say(`fake cloud at ${cloud.url} (admin ${cloud.adminUrl}), approving pairing codes after ${autoApproveSeconds} agent s; work dir ${work}`);
+    say(`fake cloud at ${cloud.url} (admin ${cloud.adminUrl}), approving pairing codes after ${autoApproveSeconds} agent s`);
+    say(`work dir ${work}: each camera's state, runtime and media dirs, hardware tree and agent.log (removed after a clean run unless --keep)`);
     for (let i = 0; i < o.devices; i++) {
       const d = new SimDevice({ index: i, work, bundle: dist('c2c-agent.mjs'), cloud, timeScale: o.timeScale });
       d.prepare();
@@ -126,12 +133,12 @@ async function story(o) {
     progress.close();
     const exitCodes = await Promise.all(devices.map((d) => d.stop()));
     const facts = await gather({ cloud, devices, exitCodes });
-    const report = render(facts, monitor, { storyMs, drained: drained || o.forever, wallMs: performance.now() - wallStart });
+    const report = render(facts, monitor, { storyMs, drained, stoppedEarly: o.forever ? undefined : stoppedEarly, wallMs: performance.now() - wallStart });
     process.stdout.write(`${report.lines.join('\n')}\n`);
     const keep = o.keep || !report.ok;
     if (keep) say(`kept ${work}: each camera's agent.log, state, runtime and media dirs (cam1/, cam2/, ...)`);
     else rmSync(work, { recursive: true, force: true });
-    return report.ok && !stoppedEarly ? 0 : 1;
+    return report.ok ? 0 : 1;
   } catch (err) {
     process.stderr.write(`simulate: ${err.message}\n`);
     say(`kept ${work} for a look (each camera's agent.log)`);

@@ -19,7 +19,10 @@ export class SimCloud {
   async start() {
     const secret = `sim-${randomBytes(12).toString('hex')}`;
     const args = ['--port', '0', '--devices', '0', '--time-scale', String(this.timeScale), '--auto-approve', String(this.autoApproveSeconds), '--client-secret', secret];
-    this.child = spawn(process.execPath, [this.bundle, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // Its own process group: a Ctrl-C at the terminal stops the simulator, which still needs the fake for its report.
+    this.child = spawn(process.execPath, [this.bundle, ...args], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
+    const child = this.child;
+    process.once('exit', () => child.kill('SIGKILL'));
     const info = await new Promise((resolve, reject) => {
       const rl = readline.createInterface({ input: this.child.stdout });
       rl.once('line', (line) => {

@@ -110,7 +110,9 @@ export class SimDevice {
   /** `c2c-agent run`: its log goes to agent.log; each state change to `onTransition({ from, to, reason })`. */
   start(onTransition) {
     const log = createWriteStream(this.logFile, { flags: 'a' });
-    const child = spawn(process.execPath, [this.bundle, 'run'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: a Ctrl-C at the terminal ends the story, and the simulator stops the agents itself.
+    const child = spawn(process.execPath, [this.bundle, 'run'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    process.once('exit', () => child.kill('SIGKILL'));
     child.stderr.pipe(log, { end: false });
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       log.write(`${line}\n`);

@@ -2,7 +2,7 @@
 // service's side (referee, assets, channels) and the agents' (exit codes,
 // queues), then drawn as the closing report.
 import { CHANNELS, sameBytes } from './device.mjs';
-import { bytes, duration, histogram, onlineShare, refereeLine, spacings, timeline, verdict } from './report.mjs';
+import { bytes, clock, duration, histogram, onlineShare, refereeLine, spacings, timeline, verdict } from './report.mjs';
 
 /** Whether a device has finished its work: online, nothing queued, every clip stored, channels as plugged. */
 export async function settled(cloud, monitor, device) {
@@ -80,16 +80,17 @@ export function checks(facts, { storyMs }) {
 }
 
 /** The closing report's lines, and whether every invariant held. */
-export function render(facts, monitor, { storyMs, drained, wallMs }) {
+export function render(facts, monitor, { storyMs, drained, wallMs, stoppedEarly }) {
   const lines = ['', `── report: ${duration(storyMs)} of agent time in ${(wallMs / 1000).toFixed(1)} s ──`, '', 'heartbeat spacing (every camera, from the service\'s side):'];
   lines.push(...histogram(spacings(facts.map((f) => f.referee.heartbeatTimes))));
   lines.push('', 'states (the agents\' own view):');
   lines.push(...timeline({ devices: facts.map((f) => ({ label: f.device.label, states: monitor.live.get(f.device.label).states })), outages: monitor.outages, endMs: storyMs }));
   lines.push('', 'online:');
+  const down = monitor.outages.reduce((n, o) => n + (o.to - o.from), 0);
   for (const f of facts) {
     const share = onlineShare(monitor.live.get(f.device.label).states, storyMs);
-    const down = monitor.outages.reduce((n, o) => n + (o.to - o.from), 0);
-    lines.push(`  ${f.device.label} (${f.device.name}): ${(share * 100).toFixed(1)} % of the story online (network down for ${duration(down)}${f.device.index === 0 ? ', and the revoked token until paired again' : ''})`);
+    const why = [down > 0 && `the network was down for ${duration(down)}`, monitor.revoked.has(f.device.label) && 'its authorization was revoked until it was paired again'].filter(Boolean);
+    lines.push(`  ${f.device.label} (${f.device.name}): ${(share * 100).toFixed(1)} % of the story online${why.length > 0 ? ` (${why.join('; ')})` : ''}`);
   }
   lines.push('', 'referee:');
   for (const f of facts) lines.push(`  ${refereeLine(f.device.label, f.referee)}`);
@@ -99,7 +100,8 @@ export function render(facts, monitor, { storyMs, drained, wallMs }) {
     lines.push(`  ${f.device.label}: ${f.device.clips.length} clips, ${f.assets.length} assets created, ${bytes(wire)} stored`);
   }
   const c = checks(facts, { storyMs });
-  if (!drained) c.push({ name: 'settled after the story', ok: false, detail: 'the agents had not finished their work within the drain limit' });
+  if (stoppedEarly) c.push({ name: 'story played to the end', ok: false, detail: `${stoppedEarly} at ${clock(storyMs)}` });
+  else if (!drained) c.push({ name: 'settled after the story', ok: false, detail: 'the agents had not finished their work within the drain limit' });
   const v = verdict(c);
   lines.push('', 'invariants:', ...v.lines);
   return { ok: v.ok, lines };

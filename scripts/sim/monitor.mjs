@@ -22,6 +22,8 @@ export class Monitor {
     this.journalSince = 0;
     this.network = { up: true, since: 0 };
     this.outages = [];
+    /** Device label → story time its authorization was revoked. */
+    this.revoked = new Map();
     this.assets = [];
   }
 

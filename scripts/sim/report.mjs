@@ -56,6 +56,14 @@ export function histogram(gapsS, { width = BAR_WIDTH } = {}) {
   const lines = [];
   for (let i = first; i <= last; i++) {
     const from = i * BIN_S;
+    // A long run of empty bins (the gap from the usual spacings to a lone long one) is one row.
+    let run = 0;
+    while (i + run <= last && bins[i + run] === 0 && i + run !== MIN_SPACING_S / BIN_S) run++;
+    if (run >= 3) {
+      lines.push(`  ${'⋮'.padStart(5).padEnd(LABEL_WIDTH)} │`);
+      i += run - 1;
+      continue;
+    }
     const label = `${String(from).padStart(3)}–${String(from + BIN_S).padEnd(3)} s`;
     const note = from < MIN_SPACING_S && bins[i] > 0 ? '  ✗ under the 60 s minimum' : '';
     if (from === MIN_SPACING_S) lines.push(`  ${' '.repeat(label.length)} ┼── 60 s: the minimum spacing`);

@@ -118,6 +118,7 @@ export class Story {
     await this.at(share);
     const d = this.devices[0];
     await this.cloud.revoke(d.deviceId);
+    this.monitor.revoked.set(d.label, this.monitor.now());
     this.say(`the person revokes ${d.label}'s authorization (admin revoke: every token of ${d.name} is refused from now on)`);
     const deadline = this.monitor.now() + NOTICE_LIMIT_MS;
     while (this.state(d) !== 'needs-pairing' && this.monitor.now() < deadline) await this.until(this.monitor.now() + 5_000);

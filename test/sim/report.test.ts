@@ -24,6 +24,11 @@ describe('heartbeat spacing histogram', () => {
     ]);
   });
 
+  it('folds a long run of empty bins into one row', () => {
+    const lines: string[] = report.histogram([61, 62, 226]);
+    expect(lines.slice(0, 4)).toEqual(['            ┼── 60 s: the minimum spacing', `   60–75  s │${'█'.repeat(40)} 2`, '      ⋮     │', `  225–240 s │${'█'.repeat(20)} 1`]);
+  });
+
   it('flags a gap under the minimum on its own bar', () => {
     const lines: string[] = report.histogram([45, 70]);
     expect(lines[0]).toBe(`   45–60  s │${'█'.repeat(40)} 1  ✗ under the 60 s minimum`);
