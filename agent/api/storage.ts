@@ -5,7 +5,7 @@
 // uplink is normal, so there is no total time cap, only stall limits.
 import http from 'node:http';
 import https from 'node:https';
-import { Readable, Transform, pipeline } from 'node:stream';
+import { Readable, pipeline } from 'node:stream';
 import { got, type Got, type Request } from 'got';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -15,6 +15,9 @@ import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../li
 import { networkError } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
+import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice } from './storage-body.js';
+
+export type { FileSlice };
 
 /** Storage errors are a few hundred bytes of XML; more than this is not read. */
 export const MAX_ERROR_BODY_BYTES = 4096;
@@ -37,8 +40,12 @@ export interface StorageClientOptions {
 export interface ChunkPut {
   /** Absolute presigned URL: https, or http on a loopback host (tests, the fake cloud). */
   url: string;
-  /** Streamed as it is read, e.g. fs.createReadStream(file, { start, end }); destroyed when the PUT fails. */
-  body: NodeJS.ReadableStream | Buffer;
+  /**
+   * A slice of a file, read through two reused buffers (what uploads use: no
+   * garbage per read); or a stream, piped as it is read and destroyed when the
+   * PUT fails; or bytes in memory.
+   */
+  body: FileSlice | NodeJS.ReadableStream | Buffer;
   /** Exact byte count, sent as Content-Length; a body of another size fails the PUT. */
   length: number;
   /** The asset's MIME type, sent as Content-Type (it is part of the signature). */
@@ -124,23 +131,7 @@ export function storageError(url: URL, status: number, headers: HeaderBag, body:
   return new AgentError(kind, oneLine(message, 400), details);
 }
 
-/** Passes the body through unchanged, failing it when it is not exactly `length` bytes. */
-function exactLength(length: number, onMismatch: (message: string) => void): Transform {
-  let seen = 0;
-  return new Transform({
-    transform(chunk: Buffer, _enc, done) {
-      seen += chunk.length;
-      if (seen <= length) return done(null, chunk);
-      onMismatch(`the body is longer than the ${length} bytes declared`);
-      done(new Error('body longer than declared'));
-    },
-    flush(done) {
-      if (seen === length) return done();
-      onMismatch(`the body ended after ${seen} of the ${length} bytes declared`);
-      done(new Error('body shorter than declared'));
-    },
-  });
-}
+const isStream = (body: ChunkPut['body']): body is NodeJS.ReadableStream & Partial<Readable> => !Buffer.isBuffer(body) && !isFileSlice(body);
 
 export function createStorageClient(options: StorageClientOptions): StorageClient {
   const { clock, logger } = options;
@@ -159,6 +150,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
     response: responseMs,
     read: responseMs,
   };
+  const buffers = new BufferPool();
   const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
   const instance: Got = got.extend({
     headers: { 'user-agent': options.userAgent ?? 'c2c-agent' },
@@ -193,19 +185,23 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
       url = check(chunk);
     } catch (err) {
       // The caller handed over the stream (an open file): it is ours to close.
-      if (!Buffer.isBuffer(chunk.body)) (chunk.body as Partial<Readable>).destroy?.();
+      if (isStream(chunk.body)) chunk.body.destroy?.();
       throw err;
     }
     const what = describe(url);
     const { length, signal } = chunk;
-    let lengthFault: AgentError | undefined;
-    let body: Readable | Buffer;
+    let bodyFault: AgentError | undefined;
+    const fault = (m: string): void => void (bodyFault ??= new AgentError('internal', oneLine(`${what}: ${m}`), { source: what }));
+    let body: Readable | Buffer | AsyncGenerator<Buffer, void, undefined>;
+    let slice: AsyncGenerator<Buffer, void, undefined> | undefined;
     if (Buffer.isBuffer(chunk.body)) body = chunk.body;
-    else {
-      const counted = exactLength(length, (m) => (lengthFault = new AgentError('internal', `${what}: ${m}`, { source: what })));
+    else if (isFileSlice(chunk.body)) {
+      // got writes each buffer and waits for the write's callback before asking for the next.
+      body = slice = readFileSlice(chunk.body, length, buffers);
+    } else {
       // pipeline also tears the source down (closing a file) when got
       // destroys what it was given; got reports the errors itself.
-      body = pipeline(chunk.body, counted, () => undefined);
+      body = pipeline(chunk.body, exactLength(length, fault), () => undefined);
     }
     const started = clock.now();
     const log = { host: url.host, path: url.pathname, bytes: length };
@@ -234,6 +230,8 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         if (settled) return false;
         settled = true;
         signal?.removeEventListener('abort', onAbort);
+        // Closes the file now: a write that died with the socket may never call back to got.
+        slice?.return(undefined).catch(() => undefined);
         return true;
       };
       const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
@@ -247,7 +245,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         // A storage error can come before the whole body went out: stop sending,
         // and close the caller's stream now rather than when pipeline gets to it.
         stream.destroy();
-        if (!Buffer.isBuffer(chunk.body)) (chunk.body as Partial<Readable>).destroy?.();
+        if (isStream(chunk.body)) chunk.body.destroy?.();
         const d = err instanceof AgentError ? err.details : {};
         logger?.debug({ ...log, status: d.status, code: d.code, sent: Math.max(0, sent), durationMs: elapsed() }, 'storage put failed');
         reject(err);
@@ -256,8 +254,9 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
       // the server stopped reading) after the answer settled the PUT.
       stream.on('error', (err: unknown) => {
         if (signal?.aborted) return fail(signal.reason);
-        if (lengthFault) return fail(lengthFault);
+        if (bodyFault) return fail(bodyFault);
         const e = err as { name?: unknown; event?: unknown; cause?: { code?: unknown; message?: unknown } };
+        if (e.cause instanceof SliceReadError) return fail(new AgentError('internal', oneLine(`${what}: ${e.cause.message}`), { source: what }));
         if (e.name === 'UploadError') {
           const code = typeof e.cause?.code === 'string' ? e.cause.code : String(e.cause?.message ?? 'error');
           return fail(new AgentError('internal', oneLine(`${what}: reading the chunk failed (${code})`), { source: what }));

@@ -4,7 +4,7 @@
 // progress record in the outbox, so a restart, a lost network or a power cut
 // resumes at the first chunk not recorded, never from zero. An asset not
 // finished within 24 h has expired and is created again.
-import { createReadStream, promises as fs } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import type { AssetEndpoints } from '../api/assets.js';
 import type { StorageClient } from '../api/storage.js';
 import type { Clock } from '../lib/clock.js';
@@ -151,7 +151,8 @@ export class UploadWorker implements Worker {
         const start = Math.min(p.size, i * chunk);
         const end = Math.min(p.size, start + chunk);
         const length = end - start;
-        const body = length === 0 ? Buffer.alloc(0) : createReadStream(p.path, { start, end: end - 1 });
+        // A file slice, not a read stream: the storage client reads it through two reused buffers.
+        const body = length === 0 ? Buffer.alloc(0) : { file: p.path, start };
         try {
           await this.d.storage.put({ url: urls[i] as string, body, length, contentType: p.filetype, signal });
         } catch (err) {

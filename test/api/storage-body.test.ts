@@ -1,0 +1,158 @@
+// File slices as storage bodies: the bytes of the range through two pooled
+// buffers (no buffer made per read), the file closed however the slice ends,
+// and the storage client sending them, failing a short file, and closing the
+// file on abort.
+import { describe, expect, it, beforeAll, afterAll } from '@jest/globals';
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { BufferPool, SliceReadError, readFileSlice } from '../../agent/api/storage-body.js';
+import { createStorageClient, type StorageClient } from '../../agent/api/storage.js';
+import { SystemClock } from '../../agent/lib/clock.js';
+import { AgentError } from '../../agent/lib/errors.js';
+
+const KiB = 1024;
+let dir: string;
+let file: string;
+let data: Buffer;
+
+/** How many descriptors of this process are open on files in the test dir. */
+const openFds = (): number =>
+  fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`).startsWith(dir);
+    } catch {
+      return false; // closed meanwhile (readdir's own)
+    }
+  }).length;
+const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
+/** Closing a file takes a few event-loop turns after the PUT settles; no clock involved. */
+async function closed(fds: number): Promise<void> {
+  for (let i = 0; i < 10_000 && openFds() > fds; i++) await turn();
+  expect(openFds()).toBe(fds);
+}
+const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'storage-body-test-'));
+  file = path.join(dir, 'clip.bin');
+  data = randomBytes(200 * KiB + 123);
+  fs.writeFileSync(file, data);
+});
+
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** Copies every yielded buffer as it comes (the next one may overwrite it) and notes which memory it lives in. */
+async function drain(slice: AsyncGenerator<Buffer>): Promise<{ bytes: Buffer; memory: Set<ArrayBufferLike> }> {
+  const parts: Buffer[] = [];
+  const memory = new Set<ArrayBufferLike>();
+  for await (const b of slice) {
+    parts.push(Buffer.from(b));
+    memory.add(b.buffer);
+  }
+  return { bytes: Buffer.concat(parts), memory };
+}
+
+describe('readFileSlice', () => {
+  it('yields the bytes of the range through two buffers, which go back to the pool for the next slice', async () => {
+    const pool = new BufferPool(16 * KiB);
+    const [start, length] = [5 * KiB + 7, 150 * KiB + 3]; // ten reads, the last one short
+    const first = await drain(readFileSlice({ file, start }, length, pool));
+    expect(first.bytes.equals(data.subarray(start, start + length))).toBe(true);
+    expect(first.memory.size).toBe(2);
+    expect(pool.size).toBe(2);
+    const second = await drain(readFileSlice({ file, start: 0 }, data.length, pool));
+    expect(second.bytes.equals(data)).toBe(true);
+    expect(second.memory).toEqual(first.memory);
+  });
+
+  it('fails a file that ends before the range does, and one that cannot be opened, closing what it opened', async () => {
+    const fds = openFds();
+    const pool = new BufferPool(16 * KiB);
+    const short = drain(readFileSlice({ file, start: data.length - 100 }, 1000, pool));
+    await expect(short).rejects.toThrow(SliceReadError);
+    await expect(short).rejects.toThrow(/ended after 100 of the 1000 bytes declared/);
+    await expect(drain(readFileSlice({ file: path.join(dir, 'none'), start: 0 }, 10, pool))).rejects.toThrow(/reading the chunk failed \(ENOENT\)/);
+    expect(openFds()).toBe(fds);
+  });
+
+  it('closes the file when returned early, and keeps the buffers it gave out from the pool', async () => {
+    const fds = openFds();
+    const pool = new BufferPool(16 * KiB);
+    const slice = readFileSlice({ file, start: 0 }, data.length, pool);
+    const first = await slice.next();
+    expect(first.value?.length).toBe(16 * KiB);
+    expect(openFds()).toBe(fds + 1);
+    await slice.return(undefined);
+    expect(openFds()).toBe(fds);
+    expect(pool.size).toBe(0); // the consumer may still be sending the buffer it holds
+  });
+
+  it('yields nothing and opens nothing for an empty range', async () => {
+    const pool = new BufferPool(16 * KiB);
+    expect((await drain(readFileSlice({ file: path.join(dir, 'none'), start: 0 }, 0, pool))).bytes.length).toBe(0);
+  });
+});
+
+describe('a storage PUT of a file slice', () => {
+  let server: http.Server;
+  let base: string;
+  let client: StorageClient;
+  let onRequest: (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+  beforeAll(async () => {
+    server = http.createServer((req, res) => onRequest(req, res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`;
+    client = createStorageClient({ clock: new SystemClock(1) });
+  });
+
+  afterAll(async () => {
+    client.close();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  it('sends the range byte for byte with its Content-Length', async () => {
+    let seen: { length?: string; sha256: string } | undefined;
+    onRequest = (req, res) => {
+      const hash = createHash('sha256');
+      req.on('data', (c: Buffer) => hash.update(c));
+      req.on('end', () => ((seen = { length: req.headers['content-length'], sha256: hash.digest('hex') }), res.writeHead(200).end()));
+    };
+    const [start, length] = [3 * KiB, 190 * KiB];
+    const res = await client.put({ url: `${base}/b/k`, body: { file, start }, length, contentType: 'video/mp4' });
+    expect(res.status).toBe(200);
+    expect(seen).toEqual({ length: String(length), sha256: sha256(data.subarray(start, start + length)) });
+  });
+
+  it('fails as internal, not as a network fault, when the file is shorter than declared, and closes it', async () => {
+    onRequest = (req, res) => req.resume().on('end', () => res.writeHead(200).end());
+    const fds = openFds();
+    const err = await client.put({ url: `${base}/b/k`, body: { file, start: data.length - 10 }, length: 100, contentType: 'video/mp4' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(AgentError);
+    expect((err as AgentError).kind).toBe('internal');
+    expect((err as AgentError).message).toMatch(/^PUT 127\.0\.0\.1:\d+\/b\/k: the body ended after 10 of the 100 bytes declared/);
+    await closed(fds);
+  });
+
+  it('closes the file when the PUT is aborted while the server holds back', async () => {
+    const held: http.ServerResponse[] = [];
+    onRequest = (req, res) => {
+      req.pause(); // nothing read: the upload stalls once the socket buffers are full
+      held.push(res);
+    };
+    fs.writeFileSync(path.join(dir, 'big.bin'), Buffer.alloc(32 * 1024 * KiB));
+    const fds = openFds();
+    const controller = new AbortController();
+    const put = client.put({ url: `${base}/b/k`, body: { file: path.join(dir, 'big.bin'), start: 0 }, length: 32 * 1024 * KiB, contentType: 'video/mp4', signal: controller.signal });
+    while (openFds() === fds) await turn();
+    controller.abort();
+    await expect(put).rejects.toBe(controller.signal.reason);
+    await closed(fds);
+    for (const r of held) r.destroy();
+  });
+});
