@@ -6,6 +6,7 @@
 //
 //   npm run package:deb [-- --lintian]     (--lintian: run lintian on the result)
 //   node scripts/package-deb.mjs --stage DIR   (stage only, no dpkg-deb: for tests)
+//   node scripts/package-deb.mjs --out DIR     (the .deb elsewhere than dist/)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -33,7 +34,9 @@ try {
 }
 
 const version = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).version;
-const bundle = path.join(root, 'dist/c2c-agent.mjs');
+// C2C_DIST_DIR stands in for dist/, as for scripts/install.sh (tests).
+const distDir = process.env.C2C_DIST_DIR ?? path.join(root, 'dist');
+const bundle = path.join(distDir, 'c2c-agent.mjs');
 if (!existsSync(bundle)) {
   process.stderr.write(`package-deb: ${bundle} is missing; run 'npm run build' first\n`);
   process.exit(66);
@@ -47,7 +50,10 @@ function gitCommitTime() {
 }
 
 const stage = opts.stage ? path.resolve(opts.stage) : mkdtempSync(path.join(tmpdir(), 'c2c-deb-'));
-rmSync(stage, { recursive: true, force: true });
+if (opts.stage && existsSync(stage) && readdirSync(stage).length > 0) {
+  process.stderr.write(`package-deb: --stage ${stage} is not empty; give a new or empty folder\n`);
+  process.exit(73);
+}
 
 function put(rel, content, mode) {
   const to = path.join(stage, rel);
@@ -57,7 +63,7 @@ function put(rel, content, mode) {
 }
 
 const conffiles = [];
-for (const entry of readManifest(root, DIRS)) {
+for (const entry of readManifest(root, DIRS, distDir)) {
   for (const { from, to } of entry.files) {
     put(to, readFileSync(from), entry.mode);
     if (entry.kind === 'config') conffiles.push(to);
