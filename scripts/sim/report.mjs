@@ -82,20 +82,25 @@ export function histogram(gapsS, { width = BAR_WIDTH } = {}) {
 const STATE_MARK = { online: '█', offline: '░', 'rate-limited': '▒', paused: '│', 'needs-pairing': '?', starting: '·', stopping: ' ', stopped: ' ' };
 export const TIMELINE_LEGEND = '█ online  ░ offline  ▒ rate-limited  ? needs pairing  · starting  ╳ network down';
 
-/** The state at `t` in a list of { t, state } sorted by t (before the first: starting). */
-function stateAt(states, t) {
-  let s = 'starting';
+/** Which state a slice shows when it held several: the one a person must not miss. */
+const SHOWN_FIRST = ['needs-pairing', 'offline', 'rate-limited', 'paused', 'starting', 'online', 'stopping', 'stopped'];
+
+/** The states held during [from, to) in a list of { t, state } sorted by t (before the first: starting). */
+function statesWithin(states, from, to) {
+  let current = 'starting';
+  const held = new Set();
   for (const e of states) {
-    if (e.t > t) break;
-    s = e.state;
+    if (e.t <= from) current = e.state;
+    else if (e.t < to) held.add(e.state);
   }
-  return s;
+  held.add(current);
+  return SHOWN_FIRST.find((s) => held.has(s)) ?? current;
 }
 
 /**
- * One row per device, one character per slice of the story (the state at
- * the slice's middle), under a row of the network's outages and a ruler in
- * agent minutes.
+ * One row per device, one character per slice of the story (a short
+ * needs-pairing or offline spell shows even when it filled only part of its
+ * slice), under a row of the network's outages and a ruler in agent minutes.
  */
 export function timeline({ devices, outages, endMs, width = 60 }) {
   const slice = endMs / width;
@@ -104,7 +109,7 @@ export function timeline({ devices, outages, endMs, width = 60 }) {
   const mid = (i) => (i + 0.5) * slice;
   const network = Array.from({ length: width }, (_, i) => (outages.some((o) => o.from <= mid(i) && mid(i) < o.to) ? '╳' : '─')).join('');
   const lines = [`  ${pad('network')} ${network}`];
-  for (const d of devices) lines.push(`  ${pad(d.label)} ${Array.from({ length: width }, (_, i) => STATE_MARK[stateAt(d.states, mid(i))] ?? '?').join('')}`);
+  for (const d of devices) lines.push(`  ${pad(d.label)} ${Array.from({ length: width }, (_, i) => STATE_MARK[statesWithin(d.states, i * slice, (i + 1) * slice)] ?? '?').join('')}`);
   const ruler = new Array(width).fill(' ');
   const every = Math.max(1, Math.ceil(endMs / 60_000 / 6));
   const marks = [];

@@ -13,7 +13,8 @@ export const FAULTS = {
     { kind: 'rate-limit', path: '/v2/devices/*', fraction: 0.05, retryAfter: '20' },
     // A stall past the agent's 30 s cut-off: the request is processed, the answer never comes in time.
     { kind: 'delay', path: '/v2/devices/heartbeat', fraction: 0.05, delayMs: 45_000 },
-    { kind: 'malformed-json', path: '/v2/devices/me', fraction: 0.2 },
+    // An answer cut mid-body (the connection drops): the agent must read it as a network failure and retry.
+    { kind: 'truncated', path: '/v2/devices/me', fraction: 0.2 },
     { kind: 'reset', path: '/_storage/*', fraction: 0.15 },
     { kind: 'status', status: 500, path: '/v2/devices/assets', fraction: 0.2 },
   ],

@@ -64,6 +64,12 @@ describe('timeline of states', () => {
     ]);
   });
 
+  it('shows a spell shorter than its slice', () => {
+    const short = [{ t: 1_000, state: 'online' }, { t: 61_000, state: 'needs-pairing' }, { t: 63_000, state: 'online' }];
+    const lines: string[] = report.timeline({ devices: [{ label: 'cam1', states: short }], outages: [], endMs: 120_000, width: 12 });
+    expect(lines[1]).toBe('  cam1    ·█████?█████');
+  });
+
   it('counts the share of the story spent online', () => {
     expect(report.onlineShare(states, 120_000)).toBeCloseTo((55_000 + 10_000 + 10_000) / 120_000);
     expect(report.onlineShare([], 120_000)).toBe(0);
