@@ -4,7 +4,7 @@
 // tens of MB of dead ArrayBuffers waiting for the collector (and a young
 // generation that grows to keep up) — the agent's RSS would climb by that
 // much during every large upload.
-import { promises as fs } from 'node:fs';
+import fs from 'node:fs';
 import { Transform } from 'node:stream';
 
 /** Bytes per read of a file slice; a PUT holds two, one read into while the other is sent. */
@@ -51,57 +51,132 @@ export const isFileSlice = (body: unknown): body is FileSlice =>
 /** Why reading a slice failed, as opposed to the network failing. */
 export class SliceReadError extends Error {}
 
+/** Reads up to `want` bytes at `position`, short only at the end of the file. */
+function readFully(fd: number, buffer: Buffer, want: number, position: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let got = 0;
+    const step = (err: NodeJS.ErrnoException | null, n: number): void => {
+      if (err) return reject(err);
+      got += n;
+      if (n === 0 || got >= want) return resolve(got);
+      fs.read(fd, buffer, got, want - got, position + got, step);
+    };
+    fs.read(fd, buffer, 0, want, position, step);
+  });
+}
+
+const readFailed = (err: unknown): SliceReadError =>
+  err instanceof SliceReadError ? err : new SliceReadError(`reading the chunk failed (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+
 /**
  * Yields bytes [start, start + length) of the file. A yielded buffer is
  * overwritten once the next one is asked for, so the consumer must be done
  * with it by then: got writes each one to the request and waits for the
  * write's callback (the bytes are in the socket) before it asks again.
  * The file is closed when the slice ends, fails or is returned early.
+ *
+ * Hand-written rather than an async generator over FileHandle.read: that
+ * made several promises and objects per read, about as much garbage per
+ * chunk as got's whole request.
  */
-export async function* readFileSlice(slice: FileSlice, length: number, pool: BufferPool): AsyncGenerator<Buffer, void, undefined> {
-  if (length <= 0) return;
-  let handle: fs.FileHandle;
-  try {
-    handle = await fs.open(slice.file, 'r');
-  } catch (err) {
-    throw new SliceReadError(`reading the chunk failed (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+export class FileSliceReader implements AsyncIterableIterator<Buffer> {
+  private fd = -1;
+  private buffers: Buffer[] = [];
+  /** Bytes handed out so far. */
+  private at = 0;
+  /** The buffer the next read goes into. */
+  private turn = 0;
+  /** The read into the buffer not handed out, started when the other one was. */
+  private ahead: Promise<Buffer> | undefined;
+  private ended = false;
+  private last: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly slice: FileSlice,
+    private readonly length: number,
+    private readonly pool: BufferPool,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
   }
-  const buffers = [pool.take(), pool.take()] as const;
-  let whole = false;
-  const fill = async (buffer: Buffer, at: number): Promise<Buffer> => {
-    const want = Math.min(buffer.length, length - at);
-    for (let got = 0; got < want; ) {
-      let n: number;
-      try {
-        ({ bytesRead: n } = await handle.read(buffer, got, want - got, slice.start + at + got));
-      } catch (err) {
-        throw new SliceReadError(`reading the chunk failed (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+
+  next(): Promise<IteratorResult<Buffer, undefined>> {
+    return this.queue(() => this.step());
+  }
+
+  /** Waits for a step under way (an open or a read), then closes the file. */
+  return(): Promise<IteratorResult<Buffer, undefined>> {
+    return this.queue(async () => {
+      await this.end(false);
+      return { done: true, value: undefined };
+    });
+  }
+
+  /** One operation at a time, in call order, as an async generator runs them. */
+  private queue<T>(op: () => Promise<T>): Promise<T> {
+    const result = this.last.then(op);
+    this.last = result.catch(() => undefined);
+    return result;
+  }
+
+  private async step(): Promise<IteratorResult<Buffer, undefined>> {
+    if (this.ended) return { done: true, value: undefined };
+    try {
+      if (this.at >= this.length) {
+        // Asked for more after the last buffer: got has written every byte of both.
+        await this.end(true);
+        return { done: true, value: undefined };
       }
-      if (n === 0) throw new SliceReadError(`the body ended after ${at + got} of the ${length} bytes declared (the file shrank)`);
-      got += n;
-    }
-    return want === buffer.length ? buffer : buffer.subarray(0, want);
-  };
-  let pending: Promise<Buffer> | undefined = fill(buffers[0], 0);
-  try {
-    for (let at = 0, next = 1; pending !== undefined; next ^= 1) {
-      const ready: Buffer = await pending;
-      pending = undefined;
-      at += ready.length;
-      // The other buffer's bytes were consumed: the consumer asked for this one.
-      if (at < length) {
-        pending = fill(buffers[next], at);
-        pending.catch(() => undefined); // awaited on the next turn, or in finally when returned early
+      if (this.fd < 0) await this.open();
+      const ready = await (this.ahead ?? this.fill(0));
+      this.ahead = undefined;
+      this.at += ready.length;
+      if (this.at < this.length) {
+        // The consumer asked again, so it is done with the buffer this read goes into.
+        this.ahead = this.fill(this.at);
+        this.ahead.catch(() => undefined); // awaited by the next step, or by end()
       }
-      yield ready;
+      return { done: false, value: ready };
+    } catch (err) {
+      await this.end(false);
+      throw readFailed(err);
     }
-    whole = true;
-  } finally {
-    await pending?.catch(() => undefined);
-    if (whole) pool.give(buffers);
-    await handle.close();
+  }
+
+  private open(): Promise<void> {
+    return new Promise((resolve, reject) =>
+      fs.open(this.slice.file, 'r', (err, fd) => {
+        if (err) return reject(err);
+        this.fd = fd;
+        this.buffers = [this.pool.take(), this.pool.take()];
+        resolve();
+      }),
+    );
+  }
+
+  private async fill(at: number): Promise<Buffer> {
+    const buffer = this.buffers[this.turn] as Buffer;
+    this.turn ^= 1;
+    const want = Math.min(buffer.length, this.length - at);
+    const n = await readFully(this.fd, buffer, want, this.slice.start + at);
+    if (n < want) throw new SliceReadError(`the body ended after ${at + n} of the ${this.length} bytes declared (the file shrank)`);
+    return n === buffer.length ? buffer : buffer.subarray(0, n);
+  }
+
+  /** Closes the file once no read is in flight; the buffers go back to the pool only when every byte was consumed. */
+  private async end(whole: boolean): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.ahead?.catch(() => undefined);
+    this.ahead = undefined;
+    if (whole) this.pool.give(this.buffers);
+    this.buffers = [];
+    if (this.fd >= 0) await new Promise<void>((resolve) => fs.close(this.fd, () => resolve()));
   }
 }
+
+export const readFileSlice = (slice: FileSlice, length: number, pool: BufferPool): FileSliceReader => new FileSliceReader(slice, length, pool);
 
 /** Passes a stream body through unchanged, failing it when it is not exactly `length` bytes. */
 export function exactLength(length: number, onMismatch: (message: string) => void): Transform {

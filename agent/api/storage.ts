@@ -15,7 +15,7 @@ import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../li
 import { networkError } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
-import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice } from './storage-body.js';
+import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
 
 export type { FileSlice };
 
@@ -192,8 +192,8 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
     const { length, signal } = chunk;
     let bodyFault: AgentError | undefined;
     const fault = (m: string): void => void (bodyFault ??= new AgentError('internal', oneLine(`${what}: ${m}`), { source: what }));
-    let body: Readable | Buffer | AsyncGenerator<Buffer, void, undefined>;
-    let slice: AsyncGenerator<Buffer, void, undefined> | undefined;
+    let body: Readable | Buffer | FileSliceReader;
+    let slice: FileSliceReader | undefined;
     if (Buffer.isBuffer(chunk.body)) body = chunk.body;
     else if (isFileSlice(chunk.body)) {
       // got writes each buffer and waits for the write's callback before asking for the next.
@@ -231,12 +231,17 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         settled = true;
         signal?.removeEventListener('abort', onAbort);
         // Closes the file now: a write that died with the socket may never call back to got.
-        slice?.return(undefined).catch(() => undefined);
+        slice?.return().catch(() => undefined);
         return true;
       };
       const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
         if (!settle()) return;
-        if (!whole) stream.destroy(); // a 2xx body we stopped reading leaves the socket unusable
+        // A 2xx body we stopped reading leaves the socket unusable. Otherwise got's stream is
+        // destroyed once it has sent everything (the socket is back in the pool by then): got
+        // arms its response timer when the last write completes, and an answer that came first
+        // would leave that timer holding the whole exchange for the full response timeout.
+        if (!whole || stream.writableFinished) stream.destroy();
+        else stream.once('finish', () => stream.destroy());
         logger?.debug({ ...log, status: value.status, durationMs: elapsed() }, 'storage put');
         resolve(value);
       };
