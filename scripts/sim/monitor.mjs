@@ -3,7 +3,8 @@
 // the service's journal and assets (the fake's admin endpoint). All times
 // are agent ms since the story began (the fake's clock minus its start).
 export const HEARTBEAT_PATH = '/v2/devices/heartbeat';
-const STORAGE_PREFIX = '/_storage/';
+/** A heartbeat still unanswered this long after it arrived (agent ms) is reported as such: the agent gave up on it long before. */
+const UNANSWERED_AFTER_MS = 60_000;
 
 export class Monitor {
   constructor({ cloud, devices, timeScale }) {
@@ -57,7 +58,8 @@ export class Monitor {
 
   /**
    * Reads the service's side since the last poll; calls `onHeartbeat(device,
-   * attempt)` once per heartbeat, when it has been answered (status 0: reset).
+   * attempt)` once per heartbeat, when it has been answered (status 0: reset,
+   * or no answer within UNANSWERED_AFTER_MS).
    */
   async poll(onHeartbeat) {
     const entries = await this.cloud.journal(this.journalSince);
@@ -68,7 +70,8 @@ export class Monitor {
       const device = this.byId.get(e.deviceId);
       const key = `${e.deviceId}@${e.t}`;
       if (!device || this.answered.has(key)) continue;
-      if (e.status === 0 && !(e.faults ?? []).includes('reset')) {
+      const waiting = e.status === 0 && !(e.faults ?? []).includes('reset') && this.now() - (e.t - this.origin) < UNANSWERED_AFTER_MS;
+      if (waiting) {
         this.pendingHeartbeats.set(key, e.t);
         continue;
       }
@@ -86,11 +89,6 @@ export class Monitor {
     }
   }
 
-  /** Storage PUTs seen so far, for the report: how many bytes went over the wire in all (re-sends included). */
-  static storageBytes(journal) {
-    return journal.filter((e) => e.method === 'PUT' && e.path.startsWith(STORAGE_PREFIX)).reduce((n, e) => n + (e.bodyBytes ?? 0), 0);
-  }
-
   /** One device's row for the progress display and the plain status lines. */
   row(device) {
     const live = this.live.get(device.label);
@@ -104,17 +102,13 @@ export class Monitor {
     const total = device.clips.reduce((n, c) => n + c.bytes, 0);
     return {
       label: device.label,
-      name: device.name ?? '(pairing)',
       state: last?.state ?? (device.daemon ? 'starting' : 'unpaired'),
-      reason: last?.reason ?? '',
       heartbeats: hb.length,
       heartbeatsOk: ok,
       lastGapMs: gap,
-      nextHeartbeatMs: status?.nextHeartbeat && status.updated ? status.nextHeartbeat.monotonic - status.updated.monotonic : undefined,
       channels: status?.channels?.detected ?? [],
       channelsKnown: status?.channels?.known ?? null,
       queued: pending,
-      uploadsLeft: status?.uploads?.files ?? 0,
       clips: device.clips.length,
       clipsStored: device.clips.filter((c) => this.assets.some((a) => a.deviceId === device.deviceId && a.name === c.name && a.complete)).length,
       bytesStored: Math.min(live.stored, total),

@@ -35,7 +35,8 @@ export class Progress {
   /** Heartbeats scroll only in plain mode; on a terminal the block shows their counts. */
   heartbeat(t, device, attempt, gapMs) {
     if (this.tty) return;
-    const answer = attempt.status === 0 ? 'connection reset' : attempt.status === 204 ? '204 accepted' : `${attempt.status}${attempt.faults.length > 0 ? ` (injected ${attempt.faults.join(', ')})` : ''}`;
+    const injected = attempt.faults.length > 0 ? ` (injected ${attempt.faults.join(', ')})` : '';
+    const answer = attempt.status === 204 ? '204 accepted' : `${attempt.status === 0 ? 'no answer' : attempt.status}${injected}`;
     this.line(t, `${device.label} heartbeat: ${answer}${gapMs !== undefined ? `, ${duration(gapMs)} after the previous one` : ''}`);
   }
 
