@@ -47,6 +47,13 @@ if (reason !== undefined) {
 
 const work = mkdtempSync(path.join(tmpdir(), 'c2c-systemd-'));
 const machine = new Machine(`c2c-systemd-${process.pid}`);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    machine.remove();
+    rmSync(work, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
 try {
   const tImage = Date.now();
   const how = ensureBaseImage((l) => log(`      ${l}`));
@@ -121,8 +128,12 @@ try {
     return s.ActiveState === 'active' && s.MainPID !== before.MainPID && s.MainPID !== '0' ? s : undefined;
   }, (TEST_WATCHDOG_SEC + 10 + 30) * 1000);
   const wdLog = machine.sh(`journalctl -u ${UNIT} -o cat | grep -m1 -i 'watchdog timeout'`).stdout.trim();
+  const killLog = machine.sh(`journalctl -u ${UNIT} -o cat | grep -i 'killing process\\|timed out'`).stdout.trim().split('\n').join('; ');
+  // A stopped process keeps systemd's SIGABRT pending, so it goes only with
+  // the SIGKILL after TimeoutStopSec (10 s); a wedged but running loop would
+  // die of the SIGABRT at once.
   check('watchdog', back.value !== undefined && wdLog !== '', back.value
-    ? `pid ${before.MainPID} stopped; "${wdLog}"; pid ${back.value.MainPID} READY ${secs(Date.now() - tStop)} after SIGSTOP (WatchdogSec=${TEST_WATCHDOG_SEC}s + RestartSec=10s), NRestarts ${before.NRestarts} -> ${back.value.NRestarts}`
+    ? `pid ${before.MainPID} stopped; "${wdLog}"; then "${killLog}"; pid ${back.value.MainPID} READY ${secs(Date.now() - tStop)} after SIGSTOP (WatchdogSec=${TEST_WATCHDOG_SEC}s, SIGKILL after TimeoutStopSec=10s, RestartSec=10s), NRestarts ${before.NRestarts} -> ${back.value.NRestarts}`
     : `no restart within ${secs(back.ms)}; journal: ${wdLog || 'no watchdog line'}`);
 
   // 8. systemd-analyze security on the running unit.
