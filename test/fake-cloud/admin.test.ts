@@ -59,6 +59,22 @@ describe('admin HTTP endpoint', () => {
     expect((await fetch(`${c.url}/health`)).status).toBe(200);
     expect((await admin(c, 'GET', '/devices')).body).toHaveLength(2);
   });
+
+  it('lists every asset, in creation order', async () => {
+    const c = (cloud = await startFakeCloud({ devices: 2 }));
+    expect((await admin(c, 'GET', '/assets')).body).toEqual([]);
+    for (const [i, name] of ['a.mp4', 'b.mp4'].entries()) {
+      const body = JSON.stringify({ name, filetype: 'video/mp4', filesize: 10, offset: 0 });
+      const r = await call(c.url, '/v2/devices/assets', { method: 'POST', token: c.devices[i]!.accessToken, headers: { 'content-type': 'application/json' }, body });
+      expect(r.status).toBe(200);
+    }
+    const listed = (await admin(c, 'GET', '/assets')).body as unknown as Json[];
+    expect(listed.map((a) => [a.name, a.deviceId, a.complete])).toEqual([
+      ['a.mp4', c.devices[0]!.id, false],
+      ['b.mp4', c.devices[1]!.id, false],
+    ]);
+    expect((await admin(c, 'GET', `/assets/${listed[0]!.id}`)).body).toEqual(listed[0]);
+  });
 });
 
 describe('standalone (main.ts)', () => {
