@@ -97,10 +97,15 @@ if (opts.stage) {
 const outDir = path.resolve(opts.out ?? path.join(root, 'dist'));
 mkdirSync(outDir, { recursive: true });
 const deb = path.join(outDir, `${PACKAGE}_${version}_all.deb`);
-execFileSync('dpkg-deb', ['--root-owner-group', '-Zxz', '--build', stage, deb], {
+const built = spawnSync('dpkg-deb', ['--root-owner-group', '-Zxz', '--build', stage, deb], {
   stdio: ['ignore', 'ignore', 'inherit'],
   env: { ...process.env, SOURCE_DATE_EPOCH: String(epoch) },
 });
+if (built.error !== undefined || built.status !== 0) {
+  rmSync(stage, { recursive: true, force: true });
+  process.stderr.write(`package-deb: dpkg-deb ${built.error ? `cannot run (${built.error.code}; it comes with Debian's dpkg)` : `failed with exit ${built.status}`}\n`);
+  process.exit(built.error ? 69 : 70);
+}
 rmSync(stage, { recursive: true, force: true });
 process.stdout.write(`${path.relative(process.cwd(), deb) || deb} (${(statSync(deb).size / 1024).toFixed(0)} KiB)\n`);
 if (opts.lintian) {
@@ -108,6 +113,10 @@ if (opts.lintian) {
   const asUser = process.getuid?.() === 0 && existsSync('/usr/sbin/runuser') ? ['/usr/sbin/runuser', '-u', 'nobody', '--'] : [];
   const args = [...asUser, 'lintian', '--display-info', '--pedantic', deb];
   const r = spawnSync(args[0], args.slice(1), { encoding: 'utf8' });
+  if (r.error !== undefined) {
+    process.stdout.write(`lintian: cannot run (${r.error.code}); the package is built but not checked (apt install lintian)\n`);
+    process.exit(0);
+  }
   const out = `${r.stdout}${r.stderr}`.trim();
   process.stdout.write(out === '' ? 'lintian: no tags\n' : `${out}\n`);
   process.exit(r.status ?? 1);

@@ -152,7 +152,9 @@ try {
   const rm = machine.sh('dpkg -r c2c-agent 2>&1');
   const kept = machine.sh('test -f /var/lib/c2c-agent/credentials.json && test -f /etc/c2c-agent/config.json').status === 0;
   const gone = machine.sh('test ! -e /opt/c2c-agent && test ! -e /usr/lib/systemd/system/c2c-agent.service').status === 0;
-  check('dpkg -r', rm.status === 0 && kept && gone, `exit ${rm.status}; program and unit ${gone ? 'gone' : 'STILL THERE'}; credentials and config ${kept ? 'kept' : 'LOST'}`);
+  const afterRemove = machine.sh(`systemctl is-active ${UNIT}`).stdout.trim();
+  check('dpkg -r', rm.status === 0 && kept && gone && afterRemove !== 'active',
+    `exit ${rm.status}; daemon ${afterRemove}; program and unit ${gone ? 'gone' : 'STILL THERE'}; credentials and config ${kept ? 'kept' : 'LOST'}`);
   const purge = machine.sh('dpkg -P c2c-agent 2>&1');
   const clean = machine.sh('test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /run/c2c-agent').status === 0;
   check('dpkg -P', purge.status === 0 && clean, `exit ${purge.status}; state, runtime and config dirs ${clean ? 'removed' : 'STILL THERE'}`);

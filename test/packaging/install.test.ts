@@ -116,3 +116,24 @@ describe('install.sh into DESTDIR', () => {
     expect(existsSync(join(dest, 'opt/c2c-agent/firmware-profiles/generic.json'))).toBe(true);
   });
 });
+
+describe('packaging/lifecycle.sh: when installing starts the daemon', () => {
+  const configured = (content: string | undefined): number | null => {
+    const file = join(dir, 'lifecycle-config.json');
+    rmSync(file, { force: true });
+    if (content !== undefined) writeFileSync(file, content);
+    const script = `. ./packaging/lifecycle.sh; C2C_CONFIG_FILE='${file}'; c2c_api_url_configured`;
+    return spawnSync('sh', ['-c', script], { encoding: 'utf8' }).status;
+  };
+
+  it('starts once the config file names an API URL', () => {
+    expect(configured('{"apiUrl": "https://service.example"}')).toBe(0);
+  });
+
+  it('does not start without one: run would only exit 78', () => {
+    expect(configured(undefined)).toBe(1);
+    expect(configured('{}')).toBe(1);
+    expect(configured('{"apiUrl": ""}')).toBe(1);
+    expect(configured('{"apiUrl": ')).toBe(1);
+  });
+});
