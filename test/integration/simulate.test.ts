@@ -3,16 +3,18 @@
 // channel plugged and unplugged, clips, an outage, a revoke and pairing
 // again) and exits 0 only when every invariant held. Run here with one
 // camera at a high time scale, so ten agent minutes take a few seconds.
-import { describe, expect, it, beforeAll } from '@jest/globals';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBuilt, ROOT } from './agent-process.js';
 
 beforeAll(ensureBuilt, 120_000);
 
-function simulate(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function simulate(args: string[], root = ROOT): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, 'scripts/simulate.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(root, 'scripts/simulate.mjs'), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -70,5 +72,30 @@ describe('npm run simulate', () => {
     const { code, stderr } = await simulate(['--faults', 'extreme']);
     expect(code).toBe(64);
     expect(stderr).toMatch(/^simulate: --faults "extreme": must be light or heavy; usage: /);
+  });
+
+  describe('--fleet', () => {
+    // A copy of the simulator next to its own dist/, so the fleet there is a stand-in that shows what it was given.
+    let root: string;
+    beforeAll(() => {
+      root = mkdtempSync(join(tmpdir(), 'c2c-sim-fleet-'));
+      cpSync(join(ROOT, 'scripts/simulate.mjs'), join(root, 'scripts/simulate.mjs'));
+      cpSync(join(ROOT, 'scripts/sim'), join(root, 'scripts/sim'), { recursive: true });
+    });
+    afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+    it('says dist/fleet.mjs is missing in one line, exit 69', async () => {
+      const { code, stderr } = await simulate(['--fleet', '10', '--hours', '1'], root);
+      expect(code).toBe(69);
+      expect(stderr).toMatch(/^simulate: \S+dist\/fleet\.mjs is missing; run `npm run build`[^\n]*\n$/);
+    });
+
+    it('hands every argument to dist/fleet.mjs and exits with its code', async () => {
+      mkdirSync(join(root, 'dist'), { recursive: true });
+      writeFileSync(join(root, 'dist/fleet.mjs'), 'console.log(JSON.stringify(process.argv.slice(2))); process.exit(3);\n');
+      const { code, stdout } = await simulate(['--fleet', '10', '--hours', '1', '--seed', '4', '--json'], root);
+      expect(JSON.parse(stdout)).toEqual(['--fleet', '10', '--hours', '1', '--seed', '4', '--json']);
+      expect(code).toBe(3);
+    });
   });
 });
