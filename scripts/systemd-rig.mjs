@@ -15,7 +15,8 @@ const PACKAGES = ['systemd', 'systemd-sysv', 'dbus', 'procps'];
 const MIRROR = process.env.C2C_DEBIAN_MIRROR ?? 'http://deb.debian.org/debian';
 // What podman needs on this kind of host (a container inside a VM): the runc
 // runtime and explicit limits (the inherited ones are refused).
-export const PODMAN_RUN = ['--runtime', 'runc', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1024:1024', '--systemd=always'];
+export const PODMAN_LIMITS = ['--runtime', 'runc', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1024:1024'];
+const PODMAN_RUN = [...PODMAN_LIMITS, '--systemd=always'];
 
 export const cacheDir = path.join(process.env.XDG_CACHE_HOME ?? path.join(homedir(), '.cache'), 'c2c-agent');
 const key = createHash('sha256').update(`${SUITE} minbase ${PACKAGES.join(',')} ${MIRROR}`).digest('hex').slice(0, 12);

@@ -7,12 +7,14 @@
 //   npm run test:systemd            (C2C_DEBIAN_MIRROR=... to use another mirror)
 //
 // For the watchdog check a drop-in lowers WatchdogSec from 120 s to 10 s
-// (real time); nothing else in the unit is changed.
+// (real time); nothing else in the unit is changed. Then the container
+// files are built and run on the same base image (container-checks.mjs).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { Machine, buildNodeDeb, ensureBaseImage, whyNot } from './systemd-rig.mjs';
+import { Machine, baseImage, buildNodeDeb, ensureBaseImage, whyNot } from './systemd-rig.mjs';
+import { containerChecks } from './container-checks.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const UNIT = 'c2c-agent.service';
@@ -161,6 +163,10 @@ try {
 
   // 11. The same with scripts/install.sh, twice, then --uninstall [--purge].
   installScriptChecks(url);
+
+  // 12. The Dockerfiles and the compose file's agents, on the same base.
+  machine.remove();
+  await containerChecks({ root, baseImage, check });
 } catch (err) {
   check('run', false, err instanceof Error ? err.message : String(err));
 } finally {
