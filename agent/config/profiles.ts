@@ -1,7 +1,8 @@
 // Firmware profiles: one device-model configuration per firmware range
 // (lifecycle spec §5). Loaded from a directory or from the set shipped with
 // the agent (embedded in the bundle at build time), validated against
-// firmware-profiles/schema.json with ajv, then checked for what a schema
+// firmware-profiles/schema.json (compiled at build time by
+// scripts/gen-profile-validator.mjs, so ajv is not loaded), then checked for what a schema
 // cannot say. Selection: among profiles whose range holds the firmware
 // (minFirmware <= fw < maxFirmware), the highest minFirmware wins. Two
 // profiles with the same minFirmware are refused at load time, so the
@@ -9,18 +10,19 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 // Subpath imports: semver's index loads every function, class and range helper.
 import compare from 'semver/functions/compare.js';
 import gte from 'semver/functions/gte.js';
 import lt from 'semver/functions/lt.js';
 import { configError } from '../lib/errors.js';
+import { validate as matchesSchema } from './profile-schema-validator.js';
 import { HEARTBEAT_WINDOW_SECONDS } from '../lib/timing.js';
 import { isStrictSemver } from './firmware.js';
 import { quote } from '../lib/text.js';
 import type { ChannelSpec, FirmwareProfile } from './types.js';
 
-// Set by scripts/build.mjs: file name -> JSON text of firmware-profiles/*.json (schema.json included).
+// Set by scripts/build.mjs: file name -> JSON text of the shipped profiles (not schema.json).
 declare const __C2C_BUILTIN_PROFILES__: Record<string, string> | undefined;
 
 export const SCHEMA_FILE = 'schema.json';
@@ -30,19 +32,7 @@ const BUILTIN_LABEL = 'firmware-profiles';
 export function builtinProfileFiles(): Record<string, string> {
   if (typeof __C2C_BUILTIN_PROFILES__ !== 'undefined' && __C2C_BUILTIN_PROFILES__ !== undefined) return __C2C_BUILTIN_PROFILES__;
   const dir = fileURLToPath(new URL('../../firmware-profiles/', import.meta.url));
-  return Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]));
-}
-
-let validator: ValidateFunction | undefined;
-function validate(): ValidateFunction {
-  if (validator === undefined) {
-    const schemaText = builtinProfileFiles()[SCHEMA_FILE];
-    if (schemaText === undefined) throw new Error('firmware profile schema missing from the build');
-    // validateSchema: false skips compiling the draft meta-schema (~33 ms per
-    // run or check); schema.json is checked against it by a unit test instead.
-    validator = new Ajv({ allErrors: false, strict: true, validateSchema: false }).compile(JSON.parse(schemaText) as object);
-  }
-  return validator;
+  return Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.json') && f !== SCHEMA_FILE).sort().map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]));
 }
 
 function describeAjvError(e: ErrorObject, data: unknown): string {
@@ -77,9 +67,8 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
   } catch (err) {
     throw configError(`${file}: invalid JSON: ${(err as Error).message.replace(/\s+/g, ' ')}`, file);
   }
-  const check = validate();
-  if (!check(data)) {
-    const first = check.errors?.[0];
+  if (!matchesSchema(data)) {
+    const first = matchesSchema.errors?.[0];
     throw configError(`${file}: ${first ? describeAjvError(first, data) : 'does not match the profile schema'}`, file);
   }
   const raw = data as RawProfile;
@@ -146,9 +135,7 @@ function checkSet(profiles: FirmwareProfile[]): void {
 export function loadProfiles(dir?: string): FirmwareProfile[] {
   let files: [string, string][];
   if (dir === undefined || dir === '') {
-    files = Object.entries(builtinProfileFiles())
-      .filter(([name]) => name !== SCHEMA_FILE)
-      .map(([name, text]) => [`${BUILTIN_LABEL}/${name}`, text]);
+    files = Object.entries(builtinProfileFiles()).map(([name, text]) => [`${BUILTIN_LABEL}/${name}`, text]);
   } else {
     let names: string[];
     try {

@@ -1,12 +1,14 @@
 // Builds the agent bundle into a private temp dir (no node_modules anywhere
 // above it), the way scripts/build.mjs does, so CLI tests run the real
-// single-file artifact without racing other suites over dist/.
+// single-file artifact without racing other suites over dist/. The options
+// are scripts/build-config.mjs's, the same as the shipped bundle's.
 import { build } from 'esbuild';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { agentOptions, commonOptions } from '../../scripts/build-config.mjs';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -20,20 +22,7 @@ export interface Bundle {
 export async function buildBundle(): Promise<Bundle> {
   const dir = mkdtempSync(path.join(tmpdir(), 'c2c-cli-'));
   const file = path.join(dir, 'c2c-agent.mjs');
-  const profilesDir = path.join(ROOT, 'firmware-profiles');
-  const profiles = Object.fromEntries(readdirSync(profilesDir).filter((f) => f.endsWith('.json')).sort().map((f) => [f, readFileSync(path.join(profilesDir, f), 'utf8')]));
-  const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
-  await build({
-    entryPoints: [path.join(ROOT, 'agent/cli/main.ts')],
-    outfile: file,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    logLevel: 'warning',
-    banner: { js: "import { createRequire as __c2cCreateRequire } from 'node:module'; const require = __c2cCreateRequire(import.meta.url);" },
-    define: { __C2C_VERSION__: JSON.stringify(pkg.version), __C2C_BUILTIN_PROFILES__: JSON.stringify(profiles) },
-  });
+  await build({ ...commonOptions, ...agentOptions(file), metafile: false, logLevel: 'warning' });
   return {
     dir,
     file,

@@ -1,0 +1,51 @@
+// How the agent bundle is built: one home for scripts/build.mjs and for the
+// tests that build a private copy of it (test/cli/bundle.ts).
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { unusedDependencyStubs } from './build-stubs.mjs';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+export function builtinProfiles() {
+  const dir = path.join(root, 'firmware-profiles');
+  if (!existsSync(dir)) return {};
+  const out = {};
+  // schema.json is not shipped: it is compiled into the agent's validator
+  // (scripts/gen-profile-validator.mjs).
+  for (const name of readdirSync(dir).filter((f) => f.endsWith('.json') && f !== 'schema.json').sort()) {
+    out[name] = readFileSync(path.join(dir, name), 'utf8');
+  }
+  return out;
+}
+
+export const commonOptions = {
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  // Some dependencies call require() on node builtins; give the ESM bundle one.
+  banner: {
+    js: "import { createRequire as __c2cCreateRequire } from 'node:module'; const require = __c2cCreateRequire(import.meta.url);",
+  },
+  legalComments: 'none',
+};
+
+/** esbuild options of the agent's single-file bundle, written to `outfile`. */
+export function agentOptions(outfile) {
+  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+  return {
+    entryPoints: [path.join(root, 'agent/cli/main.ts')],
+    outfile,
+    // Every byte of the bundle is read, parsed and kept by V8 at each start,
+    // on a camera that shares its memory with the capture pipeline: minified,
+    // and without the dependency code it never runs.
+    minify: true,
+    plugins: [unusedDependencyStubs],
+    metafile: true,
+    define: {
+      __C2C_VERSION__: JSON.stringify(pkg.version),
+      __C2C_BUILTIN_PROFILES__: JSON.stringify(builtinProfiles()),
+    },
+  };
+}
