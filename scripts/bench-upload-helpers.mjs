@@ -93,8 +93,10 @@ function cleanEnv(extra) {
  * `c2c-agent run --time-scale 1` paired as `device` (its tokens in
  * <state-dir>/credentials.json, 0600, as `pair` writes them), watching a
  * media dir with no settle time and deleting each file once uploaded.
+ * `apiUrl` (default the fake's) may be a proxy in front of it; `nodeOptions`
+ * go on node's command line (V8 flags too, which NODE_OPTIONS refuses).
  */
-export function startAgent({ bundle, cloud, device, dir, children, onEarlyExit }) {
+export function startAgent({ bundle, cloud, device, dir, children, onEarlyExit, apiUrl = cloud.url, nodeOptions = '' }) {
   const stateDir = path.join(dir, 'state');
   const mediaDir = path.join(dir, 'media');
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
@@ -120,7 +122,7 @@ export function startAgent({ bundle, cloud, device, dir, children, onEarlyExit }
   chmodSync(creds, 0o600);
   const child = spawn(
     process.execPath,
-    [bundle, 'run', '--api-url', cloud.url, '--time-scale', '1', '--state-dir', stateDir, '--runtime-dir', path.join(dir, 'run'),
+    [...nodeOptions.split(/\s+/).filter(Boolean), bundle, 'run', '--api-url', apiUrl, '--time-scale', '1', '--state-dir', stateDir, '--runtime-dir', path.join(dir, 'run'),
       '--media-dir', mediaDir, '--media-settle-seconds', '0', '--delete-after-upload', 'true'],
     { env: cleanEnv({ C2C_CONFIG: path.join(dir, 'config.json'), C2C_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -6,7 +6,8 @@
 //
 //   npm run bench:upload     (builds first)
 //   node scripts/bench-upload.mjs [--size 512M] [--sparse-size 2G] [--part-size 5M]
-//        [--rounds 3] [--budget 90] [--settle 10] [--timeout 300] [--skip-memory] [--json]
+//        [--rounds 3] [--budget 90] [--settle 10] [--timeout 300] [--camera-mbps 20]
+//        [--skip-throughput] [--skip-memory] [--skip-loopback-memory] [--node-options '--max-semi-space-size=1'] [--json]
 //
 // Bounded: at most --rounds throughput rounds, and no round is started that
 // would likely end past --budget s of rounds (one always runs); each upload
@@ -34,16 +35,21 @@
 // - Rounds alternate curl and agent; medians are reported. One agent serves
 //   every round: each round hard-links the same file into the media dir under
 //   a new name with a new mtime (a new file to the agent, the same warm pages).
-// - Memory: a fresh agent, idle for --settle s after GET /v2/devices/me, then
-//   a sparse file (no disk taken) is moved in; VmRSS sampled every 100 ms.
+// - Memory, against the agent's own idle RSS: a fresh agent, idle for --settle
+//   s after GET /v2/devices/me, then a sparse file (no disk taken) is moved in;
+//   VmRSS of the agent process alone (the fake is in this one) sampled every
+//   100 ms. Twice: at loopback speed, and through a proxy that lets the
+//   agent send --camera-mbps MB/s (a camera's uplink; answers unthrottled).
+//   --node-options puts flags on the agents' node command line, to compare.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { HZ, MiB, JournalWatch, cpuTicks, cutPart, freeBytes, loadFakeCloud, median, parseSize, rss, sampleRss, sleep, startAgent, waitGone, writeDataFile } from './bench-upload-helpers.mjs';
+import { HZ, MiB, JournalWatch, cutPart, freeBytes, loadFakeCloud, median, parseSize, startAgent, writeDataFile } from './bench-upload-helpers.mjs';
+import { agentUpload, memoryRun, startThrottle } from './bench-upload-memory.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -55,7 +61,11 @@ const { values } = parseArgs({
     budget: { type: 'string', default: '90' },
     settle: { type: 'string', default: '10' },
     timeout: { type: 'string', default: '300' },
+    'camera-mbps': { type: 'string', default: '20' },
+    'skip-throughput': { type: 'boolean', default: false },
     'skip-memory': { type: 'boolean', default: false },
+    'skip-loopback-memory': { type: 'boolean', default: false },
+    'node-options': { type: 'string', default: '' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -66,6 +76,8 @@ const ROUNDS = Math.max(1, Math.floor(Number(values.rounds)) || 1);
 const SETTLE_S = Math.max(0, Number(values.settle) || 0);
 const BUDGET_MS = Math.max(0, Number(values.budget) || 0) * 1000;
 const TIMEOUT_MS = Math.max(1, Number(values.timeout) || 300) * 1000;
+const CAMERA_MBPS = Number(values['camera-mbps']);
+if (!(CAMERA_MBPS > 0)) throw new Error(`--camera-mbps: not a rate in MB/s: ${JSON.stringify(values['camera-mbps'])}`);
 const TYPE = 'video/mp4';
 
 const bundle = path.join(root, 'dist/c2c-agent.mjs');
@@ -96,22 +108,6 @@ function cleanup() {
 }
 process.on('exit', cleanup);
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
-
-/** One agent upload: `drop()` puts the file in the media dir under `name`. */
-async function agentUpload(watch, agent, device, name, drop) {
-  const file = path.join(agent.mediaDir, name);
-  const exclude = new Set(watch.firstPut.keys());
-  let cpu0;
-  const stopRss = sampleRss(agent.pid);
-  const droppedMs = watch.cloud.now();
-  drop(file);
-  const up = await watch.upload({ deviceId: device.id, exclude, onFirstPut: () => (cpu0 = cpuTicks(agent.pid)), timeoutMs: TIMEOUT_MS, failed: () => fatal });
-  await waitGone(file, TIMEOUT_MS, () => fatal);
-  const cpuS = (cpuTicks(agent.pid) - cpu0) / HZ;
-  const samples = stopRss();
-  const peak = samples.reduce((a, b) => (b.total > a.total ? b : a));
-  return { seconds: (up.completeMs - up.firstPutMs) / 1000, dropToCompleteS: (up.completeMs - droppedMs) / 1000, cpuS, peakRss: peak, endRss: samples[samples.length - 1] };
-}
 
 let partsCut = 0;
 /** The baseline: the same parts of `src`, PUT by one curl with two transfers at a time. */
@@ -170,7 +166,7 @@ async function throughput(cloud, watch) {
   const src = path.join(staging, 'source.mp4');
   writeDataFile(src, SIZE, randomBytes(MiB));
   const device = cloud.devices[0];
-  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-throughput'), children, onEarlyExit: (m) => (fatal = m) });
+  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-throughput'), children, onEarlyExit: (m) => (fatal = m), nodeOptions: values['node-options'] });
   const rounds = [];
   try {
     await watch.ready(device.id, 30_000);
@@ -182,7 +178,7 @@ async function throughput(cloud, watch) {
       // A new mtime per round: a new file to the agent, the same inode and warm pages.
       const t = new Date(Date.now() - 3600_000 - r * 1000);
       utimesSync(src, t, t);
-      const agentRun = await agentUpload(watch, agent, device, `clip-${r}.mp4`, (file) => linkSync(src, file));
+      const agentRun = await agentUpload({ watch, agent, device, name: `clip-${r}.mp4`, drop: (file) => linkSync(src, file), timeoutMs: TIMEOUT_MS, failed: () => fatal });
       rounds.push({ curl, agent: agentRun });
       if (!values.json) process.stderr.write(`bench-upload: round ${r + 1}: agent ${(SIZE / 1e6 / agentRun.seconds).toFixed(1)} MB/s, curl ${(SIZE / 1e6 / curl.seconds).toFixed(1)} MB/s\n`);
     }
@@ -206,73 +202,56 @@ async function throughput(cloud, watch) {
 async function memory(cloud, watch) {
   if (values['skip-memory']) return { skipped: 'memory: skipped (--skip-memory)' };
   const free = freeBytes(tmp);
-  if (free < 128 * MiB) return { skipped: `memory: skipped, only ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()} (the sparse file takes none, the agent's queue and logs need a little)` };
-  const device = cloud.devices[1];
-  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-memory'), children, onEarlyExit: (m) => (fatal = m) });
+  if (free < 256 * MiB) return { skipped: `memory: skipped, only ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()} (the sparse file takes none, the agents' queues and logs need a little)` };
+  const common = { bundle, cloud, watch, children, onEarlyExit: (m) => (fatal = m), failed: () => fatal, settleS: SETTLE_S, sparseBytes: SPARSE, nodeOptions: values['node-options'] };
+  const loopback = values['skip-loopback-memory'] ? undefined : await memoryRun({ ...common, device: cloud.devices[1], dir: path.join(tmp, 'agent-memory'), timeoutMs: TIMEOUT_MS });
+  const throttle = await startThrottle(cloud.url, CAMERA_MBPS * 1e6);
   try {
-    await watch.ready(device.id, 30_000);
-    await sleep(SETTLE_S * 1000);
-    const idle = [];
-    for (let i = 0; i < 10; i++, await sleep(100)) idle.push(rss(agent.pid));
-    const big = path.join(tmp, 'sparse.mp4');
-    writeFileSync(big, '');
-    truncateSync(big, SPARSE);
-    const t = new Date(Date.now() - 3600_000);
-    utimesSync(big, t, t);
-    const allocated = statSync(big).blocks * 512;
-    const run = await agentUpload(watch, agent, device, 'sparse.mp4', (file) => renameSync(big, file));
-    const idleRss = idle.find((x) => x.total === median(idle.map((y) => y.total)));
-    const mib = (x) => ({ total: x.total / 1024, anon: x.anon / 1024, file: x.file / 1024 });
-    return {
-      sparseBytes: SPARSE,
-      allocatedBytes: allocated,
-      idleRssMiB: mib(idleRss),
-      peakRssMiB: mib(run.peakRss),
-      growthMiB: (run.peakRss.total - idleRss.total) / 1024,
-      endRssMiB: mib(run.endRss),
-      MBps: SPARSE / 1e6 / run.seconds,
-      cpuPerGB: run.cpuS / (SPARSE / 1e9),
-    };
+    // Its own timeout: the file at the camera's rate, and then some.
+    const timeoutMs = TIMEOUT_MS + (SPARSE / (CAMERA_MBPS * 1e6)) * 1500;
+    const camera = await memoryRun({ ...common, device: cloud.devices[2], dir: path.join(tmp, 'agent-camera'), apiUrl: throttle.url, timeoutMs });
+    return { loopback, camera };
   } finally {
-    await agent.stop();
+    await throttle.close();
   }
 }
 
 async function main() {
   const { startFakeCloud } = await loadFakeCloud(root, tmp);
-  const cloud = await startFakeCloud({ devices: 2, ...(PART !== undefined && { uploadPartBytes: PART }) });
+  const cloud = await startFakeCloud({ devices: 3, ...(PART !== undefined && { uploadPartBytes: PART }) });
   const watch = new JournalWatch(cloud);
   let tp, mem;
   try {
-    tp = await throughput(cloud, watch);
+    tp = values['skip-throughput'] ? { skipped: 'throughput: skipped' } : await throughput(cloud, watch);
     mem = await memory(cloud, watch);
   } finally {
     await cloud.close();
   }
   if (values.json) {
-    console.log(JSON.stringify({ sizeBytes: SIZE, maxRounds: ROUNDS, clockTickMs: 1000 / HZ, throughput: tp, memory: mem }));
+    console.log(JSON.stringify({ sizeBytes: SIZE, maxRounds: ROUNDS, clockTickMs: 1000 / HZ, cameraMBps: CAMERA_MBPS, nodeOptions: values['node-options'], throughput: tp, memory: mem }));
     return;
   }
   const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
   const ratio = (a, b) => (b > 0 ? fmt(a / b, 2) : 'n/a');
-  const w = [52, 10, 10, 8];
+  const w = [56, 9, 15, 6];
   const line = (r) => r.map((c, i) => String(c).padEnd(w[i])).join(' ');
   const sz = (n) => (n % (1024 * MiB) === 0 ? `${n / 1024 / MiB} GiB` : `${fmt(n / MiB, n % MiB ? 1 : 0)} MiB`);
-  console.log(line(['measure', 'agent', 'curl', 'ratio']));
-  console.log('-'.repeat(83));
+  console.log(line(['measure', 'agent', 'baseline', 'ratio']));
+  console.log('-'.repeat(89));
   if (tp.skipped) console.log(tp.skipped);
   else {
-    console.log(line([`throughput, ${sz(SIZE)} file, MB/s (median of ${tp.rounds.length})`, fmt(tp.agentMBps), fmt(tp.curlMBps), ratio(tp.agentMBps, tp.curlMBps)]));
-    console.log(line([`CPU s per GB uploaded (median of ${tp.rounds.length})`, fmt(tp.agentCpuPerGB, 2), fmt(tp.curlCpuPerGB, 2), ratio(tp.agentCpuPerGB, tp.curlCpuPerGB)]));
+    console.log(line([`throughput, ${sz(SIZE)} file, MB/s (median of ${tp.rounds.length})`, fmt(tp.agentMBps), `${fmt(tp.curlMBps)} curl`, ratio(tp.agentMBps, tp.curlMBps)]));
+    console.log(line([`CPU s per GB uploaded (median of ${tp.rounds.length})`, fmt(tp.agentCpuPerGB, 2), `${fmt(tp.curlCpuPerGB, 2)} curl`, ratio(tp.agentCpuPerGB, tp.curlCpuPerGB)]));
   }
+  const runs = mem.skipped ? [] : [['loopback', mem.loopback, 'on loopback'], ['camera', mem.camera, `via a ${fmt(CAMERA_MBPS, 0)} MB/s link`]].filter(([, m]) => m);
   if (mem.skipped) console.log(mem.skipped);
-  else {
-    console.log(line(['idle RSS before the sparse file (MiB)', fmt(mem.idleRssMiB.total), '-', '-']));
-    console.log(line([`peak RSS uploading ${sz(SPARSE)} sparse (MiB)`, fmt(mem.peakRssMiB.total), '-', '-']));
-    console.log(line(['peak - idle (MiB)', fmt(mem.growthMiB), '-', '-']));
+  for (const [, m, how] of runs) {
+    console.log(line([`peak RSS, ${sz(SPARSE)} sparse ${how} (${fmt(m.MBps, 1)} MB/s), MiB`, fmt(m.peakRssMiB.total), `${fmt(m.idleRssMiB.total)} idle`, ratio(m.peakRssMiB.total, m.idleRssMiB.total)]));
+    console.log(line([`  peak - idle, MiB`, fmt(m.growthMiB), '', '']));
   }
   console.log('');
   const notes = [];
+  if (values['node-options']) notes.push(`agents run with node ${values['node-options']}`);
   if (!tp.skipped) {
     const each = (k) => tp.rounds.map((x) => `${fmt(SIZE / 1e6 / x[k].seconds, 0)} MB/s ${fmt(x[k].cpuS, 2)} s CPU`).join('; ');
     notes.push(
@@ -281,11 +260,13 @@ async function main() {
       `curl rounds:  ${each('curl')} (one process, --parallel-max 2, kept-alive connections, -T part files cut beforehand)`,
     );
   }
-  if (!mem.skipped) {
+  if (runs.length > 0) {
+    notes.push(`sparse file: ${sz(SPARSE)} with ${mem.camera.allocatedBytes} bytes on disk, a fresh agent each run; RSS every 100 ms; idle = median of 10 samples after ${SETTLE_S} s settled`);
+  }
+  for (const [name, m] of runs) {
     notes.push(
-      `sparse file: ${sz(mem.sparseBytes)} with ${mem.allocatedBytes} bytes on disk; ${fmt(mem.MBps, 1)} MB/s, ${fmt(mem.cpuPerGB, 2)} CPU s/GB; ` +
-        `RSS every 100 ms; idle = median of 10 samples after ${SETTLE_S} s settled; anon/file MiB: idle ${fmt(mem.idleRssMiB.anon)}/${fmt(mem.idleRssMiB.file)}, ` +
-        `peak ${fmt(mem.peakRssMiB.anon)}/${fmt(mem.peakRssMiB.file)}, when the agent had deleted it ${fmt(mem.endRssMiB.anon)}/${fmt(mem.endRssMiB.file)}`,
+      `${name}: ${fmt(m.MBps, 1)} MB/s, ${fmt(m.cpuPerGB, 2)} CPU s/GB; anon/file MiB: idle ${fmt(m.idleRssMiB.anon)}/${fmt(m.idleRssMiB.file)}, ` +
+        `peak ${fmt(m.peakRssMiB.anon)}/${fmt(m.peakRssMiB.file)}, when the agent had deleted it ${fmt(m.endRssMiB.anon)}/${fmt(m.endRssMiB.file)}`,
     );
   }
   for (const n of notes) console.log(n);
