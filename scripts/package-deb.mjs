@@ -111,8 +111,15 @@ process.stdout.write(`${path.relative(process.cwd(), deb) || deb} (${(statSync(d
 if (opts.lintian) {
   // lintian refuses to be quiet as root; it needs no privilege to read a package.
   const asUser = process.getuid?.() === 0 && existsSync('/usr/sbin/runuser') ? ['/usr/sbin/runuser', '-u', 'nobody', '--'] : [];
-  const args = [...asUser, 'lintian', '--display-info', '--pedantic', deb];
-  const r = spawnSync(args[0], args.slice(1), { encoding: 'utf8' });
+  // A copy nobody can read, wherever the checkout lives.
+  const readable = mkdtempSync(path.join(tmpdir(), 'c2c-lintian-'));
+  chmodSync(readable, 0o755);
+  const copy = path.join(readable, path.basename(deb));
+  copyFileSync(deb, copy);
+  chmodSync(copy, 0o644);
+  const args = [...asUser, 'lintian', '--display-info', '--pedantic', copy];
+  const r = spawnSync(args[0], args.slice(1), { encoding: 'utf8', cwd: readable });
+  rmSync(readable, { recursive: true, force: true });
   if (r.error !== undefined) {
     process.stdout.write(`lintian: cannot run (${r.error.code}); the package is built but not checked (apt install lintian)\n`);
     process.exit(0);
