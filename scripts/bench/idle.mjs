@@ -1,0 +1,142 @@
+// The idle daemon against a bare `node -e "setInterval(()=>{},1000)"` started
+// at the same moment on the same machine (absolute figures mean little across
+// a Pi Zero and a laptop; ratios travel): RSS after 10 heartbeats, RSS over
+// 24 agent hours and its growth, a leak check, and CPU per agent hour.
+//
+// What is measured, and why this is an honest comparison:
+// - RSS: VmRSS of the agent at --time-scale N right after its 10th heartbeat
+//   at the referee, vs the bare process's VmRSS at the same moment. Then both
+//   are sampled every second for 24 agent hours (144 s at scale 600): "after
+//   24 agent hours" is the median of the last third of the samples, growth is
+//   that minus the median of the first third (medians: one GC does not decide).
+// - Leak or not: RSS growth alone cannot tell a leak from garbage V8 has not
+//   collected yet. A separate DIAGNOSTIC agent (same bundle, same scale, but
+//   started with --expose-gc and a --import preload: benchmark-only flags,
+//   never in its figures above) forces a full GC every 2 s and records
+//   heapUsed after it: the live heap. Live heap flat while RSS grows = no
+//   leak, memory not yet returned; live heap growing = something is kept.
+// - Under systemd every STATUS= and WATCHDOG=1 is a systemd-notify child:
+//   the scale-N agent talks to a stand-in notify socket, so its figure
+//   includes STATUS= runs; an agent at scale 1 with a 1 s watchdog prices one
+//   ping, added at the unit's rate (3600 / (WatchdogSec / 2) pings an hour).
+// - CPU per agent-hour: an agent at --time-scale N does N agent-hours of
+//   heartbeat work per real hour, but its fixed idle cost (timers, GC) is
+//   paid per REAL second and is divided by N. So two agents run at once:
+//   one at scale N (heartbeat work, a window of many heartbeats) and one at
+//   scale 1 (idle cost between heartbeats, after its first heartbeat). The
+//   estimate for a real camera is idle(scale 1) per real hour + per-heartbeat
+//   work x heartbeats per hour (+ the watchdog's pings). The bare process's
+//   CPU per real hour over the same window is the baseline (a real hour IS an
+//   agent-hour at scale 1). Start-up work (JIT, V8's memory reducer, which
+//   runs GCs for some 20 s after allocation calms down) must not count as
+//   idle: the CPU window opens --settle s after launch.
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { agent, bareNode, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
+import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
+
+export const RSS_RATIO_GOAL = 1.3;
+export const GROWTH_GOAL_MIB = 2;
+// Live-heap growth below this over the window is noise (a cache entry, a JIT tier), not a leak.
+const LEAK_NOISE_MIB = 0.5;
+
+function watchdogSec() {
+  const sec = Number.parseInt(/^WatchdogSec=(\d+)/m.exec(readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8'))?.[1] ?? '', 10);
+  if (!(sec > 0)) throw new Error('bench: no WatchdogSec= in systemd/c2c-agent.service');
+  return sec;
+}
+
+const GC_PROBE = `
+import { appendFileSync } from 'node:fs';
+const out = process.env.BENCH_GC_OUT;
+setInterval(() => {
+  globalThis.gc();
+  const m = process.memoryUsage();
+  appendFileSync(out, JSON.stringify({ heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers, rss: m.rss }) + '\\n');
+}, 2000).unref();
+`;
+
+/** { rows, notes } for the idle part; `hours` agent hours of RSS sampling at `scale`. */
+export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
+  const WATCHDOG_SEC = watchdogSec();
+  const probe = path.join(tmp, 'gc-probe.mjs');
+  const gcOut = path.join(tmp, 'gc-probe.jsonl');
+  writeFileSync(probe, GC_PROBE);
+  writeFileSync(gcOut, '');
+
+  const [fast, slow, nFast, nSd] = await Promise.all([fakeCloud(scale, 2), fakeCloud(1, 2), notifySocket('fast'), notifySocket('sd')]);
+  const bare = bareNode();
+  const launchedAt = Date.now();
+  // As under systemd (STATUS= lines on every state change), no watchdog.
+  const aFast = agent(fast, scale, 'fast', { env: { NOTIFY_SOCKET: nFast.sock } });
+  const aGc = agent(fast, scale, 'gc-diagnostic', { deviceIndex: 1, nodeArgs: ['--expose-gc', '--import', probe], env: { BENCH_GC_OUT: gcOut } });
+  const aSlow = agent(slow, 1, 'slow');
+  // Scale 1 with a 1 s watchdog: the price of one WATCHDOG=1 ping.
+  const aSd = agent(slow, 1, 'sd', { env: { NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
+
+  await waitHeartbeats(slow, 1, 20_000);
+  await waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000);
+  const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid) };
+  const gcSkip = readFileSync(gcOut, 'utf8').split('\n').filter(Boolean).length;
+
+  // The 24 agent hours, sampled every real second; the CPU window opens once start-up has settled.
+  const windowMs = (hours * 3600 * 1000) / scale;
+  const samples = { agent: [], bare: [], gcAgent: [] };
+  const t0 = Date.now();
+  const hb0 = (await referee(fast)).heartbeats;
+  let before;
+  const snapshot = async () => ({ fast: cpuWithChildren(aFast.pid), slow: cpuSeconds(aSlow.pid), sd: cpuWithChildren(aSd.pid), pings: nSd.counts.watchdog, bare: cpuSeconds(bare.pid), fastRef: await referee(fast), slowRef: await referee(slow), at: process.hrtime.bigint() });
+  for (let i = 0; Date.now() - t0 < windowMs; i++) {
+    samples.agent.push(rssKiB(aFast.pid) / 1024);
+    samples.bare.push(rssKiB(bare.pid) / 1024);
+    samples.gcAgent.push(rssKiB(aGc.pid) / 1024);
+    if (before === undefined && Date.now() - launchedAt >= settleS * 1000) before = await snapshot();
+    await sleep(Math.max(0, t0 + (i + 1) * 1000 - Date.now()));
+  }
+  before ??= await snapshot();
+  await sleep(Math.max(0, 1000 - Number(process.hrtime.bigint() - before.at) / 1e6));
+  const after = await snapshot();
+  const hbWindow = (await referee(fast)).heartbeats - hb0;
+  const gcSamples = readFileSync(gcOut, 'utf8').split('\n').filter(Boolean).slice(gcSkip).map((l) => JSON.parse(l));
+  killAll();
+
+  const realS = Number(after.at - before.at) / 1e9;
+  const hb = after.fastRef.heartbeats - before.fastRef.heartbeats;
+  const agentHours = (realS * scale) / 3600;
+  const fastCpu = after.fast - before.fast;
+  const idleRate = (after.slow - before.slow) / realS; // CPU s per real s, between heartbeats
+  const perHeartbeat = hb > 0 ? Math.max(0, fastCpu - idleRate * realS) / hb : NaN;
+  const hbPerHour = hb / agentHours;
+  const estimate = idleRate * 3600 + perHeartbeat * hbPerHour;
+  const barePerHour = ((after.bare - before.bare) / realS) * 3600;
+  const pings = after.pings - before.pings;
+  const perPing = pings > 0 ? Math.max(0, after.sd - before.sd - idleRate * realS) / pings : NaN;
+  const underSystemd = estimate + perPing * (3600 / (WATCHDOG_SEC / 2));
+
+  const end = { agent: lastThird(samples.agent), bare: lastThird(samples.bare) };
+  const growth = { agent: growthOfThirds(samples.agent), bare: growthOfThirds(samples.bare), gcAgent: growthOfThirds(samples.gcAgent) };
+  const live = (k) => growthOfThirds(gcSamples.map((s) => s[k] / MiB));
+  const liveGrowth = live('heapUsed');
+  const liveEnd = lastThird(gcSamples.map((s) => s.heapUsed / MiB));
+  const span = `${hours} agent hours`;
+  const rows = [
+    row('idle RSS after 10 heartbeats', { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
+    row(`idle RSS after ${span}`, { agent: `${fmt(end.agent, 1)} MiB`, baseline: `${fmt(end.bare, 1)} MiB bare node`, ratio: end.agent / end.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: end.agent / end.bare <= RSS_RATIO_GOAL }),
+    row(`RSS growth over ${span}`, { agent: `${signed(growth.agent)} MiB`, baseline: `${signed(growth.bare)} MiB bare node`, ratio: `${signed(growth.agent - growth.bare)} MiB`, goal: `< ${GROWTH_GOAL_MIB} MiB`, pass: growth.agent < GROWTH_GOAL_MIB }),
+    row('CPU s per agent hour (camera, scale 1, with watchdog pings)', { agent: `${fmt(underSystemd, 3)} s`, baseline: `${fmt(barePerHour, 3)} s bare node per hour`, ratio: underSystemd / barePerHour, goal: 'none set' }),
+  ];
+  const verdict = !(gcSamples.length >= 3)
+    ? `leak check: n/a (the diagnostic agent recorded ${gcSamples.length} forced-GC samples)`
+    : liveGrowth < LEAK_NOISE_MIB
+      ? `no leak: the live heap after a forced GC stays flat (${signed(liveGrowth)} MiB, ${fmt(liveEnd, 1)} MiB at the end), so RSS growth is garbage not yet collected or memory V8 and malloc keep, not objects kept alive`
+      : `live heap grows ${signed(liveGrowth)} MiB (to ${fmt(liveEnd, 1)} MiB) even right after a forced GC: objects are kept alive (a leak, or a cache still filling)`;
+  const notes = [
+    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third.`,
+    `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
+    `CPU: window ${fmt(realS, 1)} s real from ${settleS} s after launch = ${fmt(agentHours, 2)} agent hours at scale ${scale}: ${hb} heartbeats (${fmt(hbPerHour, 1)}/agent hour), ` +
+      `${fmt(perHeartbeat * 1000, 1)} ms CPU each; idle at scale 1 ${fmt(idleRate * 3600, 3)} s per hour (${after.slowRef.heartbeats - before.slowRef.heartbeats} heartbeats in the window; 0 = a true idle figure); ` +
+      `without the watchdog ${fmt(estimate, 3)} s; one WATCHDOG=1 ping every ${WATCHDOG_SEC / 2} s costs ${fmt(perPing * 1000, 1)} ms with its systemd-notify child (${pings} pings, tick ${1000 / HZ} ms); ` +
+      `at scale ${scale} itself ${fmt(fastCpu / agentHours, 3)} s per agent hour; referee: tooSoon ${after.fastRef.tooSoon}, tooLate ${after.fastRef.tooLate}, missingVersion ${after.fastRef.missingVersion}.`,
+  ];
+  return { rows, notes };
+}

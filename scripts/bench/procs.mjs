@@ -1,0 +1,172 @@
+// Processes of the benchmark: the built fake cloud and agents as children,
+// a stand-in systemd notify socket, and what /proc says about a process.
+// Every child goes on one list and is killed when the benchmark exits.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const bundle = path.join(root, 'dist/c2c-agent.mjs');
+export const HZ = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const children = [];
+export const tmp = mkdtempSync(path.join(tmpdir(), 'c2c-bench-'));
+const ended = new WeakSet(); // children killed by us: their exit is expected
+
+/** Kills every child started so far (a part calls it when it is done with them). */
+export function killAll() {
+  for (const c of children.splice(0)) {
+    ended.add(c);
+    if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
+}
+process.on('exit', () => {
+  killAll();
+  rmSync(tmp, { recursive: true, force: true });
+});
+for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+
+/** The environment without the developer's own C2C_* settings, NODE_OPTIONS or systemd variables. */
+export function cleanEnv(extra = {}) {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('C2C_') && k !== 'NOTIFY_SOCKET' && !k.startsWith('WATCHDOG_') && k !== 'NODE_OPTIONS') env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+/** `node args...` as a child that must not die on its own: if it does, the benchmark stops with its stderr. */
+export function launch(args, env = {}) {
+  const child = spawn(process.execPath, args, { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  let err = '';
+  child.stderr.on('data', (d) => (err = (err + d).slice(-2000)));
+  child.on('exit', (code, sig) => {
+    if (ended.has(child)) return;
+    console.error(`bench: ${args.slice(0, 2).join(' ')} exited early (${code ?? sig}): ${err.trim()}`);
+    process.exit(1);
+  });
+  return child;
+}
+
+export const bareNode = () => launch(['-e', 'setInterval(() => {}, 1000)']);
+
+/** The built fake cloud on ephemeral ports: { child, url, adminUrl, devices }. */
+export async function fakeCloud(scale, devices = 1) {
+  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', String(devices), '--time-scale', String(scale)]);
+  const line = await new Promise((resolve, reject) => {
+    createInterface({ input: child.stdout }).once('line', resolve);
+    child.once('exit', () => reject(new Error('fake cloud did not start')));
+  });
+  return { child, ...JSON.parse(line) };
+}
+
+/**
+ * `c2c-agent run` against `cloud` as device `deviceIndex`, with its own
+ * state and runtime dirs and an explicit empty config (the machine's
+ * /etc/c2c-agent stays out). `nodeArgs` go before the bundle.
+ */
+export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs = [] } = {}) {
+  const dir = path.join(tmp, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'config.json'), '{}\n');
+  // Logs go to a pipe we drain and drop: the cost of pino writing JSON is
+  // part of the agent's cost, the terminal's is not.
+  const child = launch(
+    [...nodeArgs, bundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
+      '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
+    { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...env },
+  );
+  child.stdout.resume();
+  return child;
+}
+
+// A stand-in for PID 1's notify socket (Node has no unix datagram sockets):
+// counts datagrams, and closes systemd-notify's barrier fd as PID 1 does.
+const LISTENER_PY = `
+import socket, sys, os, array
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+print("listening", flush=True)
+while True:
+    msg, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(64))
+    for level, typ, data in anc:
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            fds = array.array('i'); fds.frombytes(data[:len(data) - len(data) % 4])
+            for fd in fds: os.close(fd)
+    print(msg.decode().replace("\\n", " "), flush=True)
+`;
+
+export async function notifySocket(name) {
+  const sock = path.join(tmp, `${name}.sock`);
+  const child = spawn('python3', ['-c', LISTENER_PY, sock], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  const counts = { watchdog: 0, status: 0 };
+  const lines = createInterface({ input: child.stdout });
+  await new Promise((resolve) => lines.once('line', resolve));
+  lines.on('line', (l) => {
+    if (l.includes('WATCHDOG=1')) counts.watchdog++;
+    if (l.includes('STATUS=')) counts.status++;
+  });
+  return { sock, counts };
+}
+
+export async function referee(cloud, deviceIndex = 0) {
+  const res = await fetch(`${cloud.adminUrl}/referee/${encodeURIComponent(cloud.devices[deviceIndex].id)}`);
+  return res.json();
+}
+
+export async function waitHeartbeats(cloud, n, timeoutMs, deviceIndex = 0) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await referee(cloud, deviceIndex);
+    if (r.heartbeats >= n) return r;
+    if (Date.now() > deadline) throw new Error(`only ${r.heartbeats} of ${n} heartbeats within ${timeoutMs / 1000} s`);
+    await sleep(100);
+  }
+}
+
+export const rssKiB = (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+
+// CPU seconds of every thread (V8's GC and libuv's pool included), from
+// schedstat's nanosecond run time: utime+stime in /proc/<pid>/stat counts
+// 10 ms ticks, too coarse for an idle process over a few seconds.
+export function cpuSeconds(pid) {
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended between listing and reading
+    }
+  }
+  return ns / 1e9;
+}
+
+/** The above plus the reaped children (systemd-notify runs), in clock ticks. */
+export function cpuWithChildren(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return cpuSeconds(pid) + (Number(f[13]) + Number(f[14])) / HZ;
+}
+
+/** Runs a node script as a child to its end: { code, stdout, stderr }; a timeout kills it. */
+export function runNode(args, { timeoutMs, env = {} } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, args, { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(child);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
+    const timer = timeoutMs ? setTimeout(() => child.kill('SIGTERM'), timeoutMs) : undefined;
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
