@@ -3,7 +3,7 @@
 // the queue's incoming/ folder) become `upload` items in the outbox, unless
 // the index says they went already or one is queued for the same file. The
 // unit also keeps the figures `status` shows: files and bytes left, rate.
-import { promises as fs } from 'node:fs';
+import { promises as fs, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -31,14 +31,23 @@ export interface UploadsUnitDeps {
   close?: () => void;
 }
 
-/** How often incoming/ is looked at (agent ms): `upload` is a person waiting, but not in a hurry. */
-const INCOMING_POLL_MS = 5_000;
+/**
+ * incoming/ is watched, so a request is taken as soon as `upload` writes it;
+ * this slow look (agent ms) only covers a file system whose watch misses
+ * events. A fast poll would list a directory thousands of times an hour to
+ * find nothing, and allocate for it.
+ */
+const INCOMING_POLL_MS = 60_000;
+/** Events of one request file (create, write, rename) come as one look. */
+const INCOMING_COALESCE_MS = 250;
 /** The rate shown is over this much agent time. */
 const RATE_WINDOW_MS = 30_000;
 
 export class UploadsUnit implements DaemonUnit {
   readonly name = 'uploads';
   private timer: Timer | undefined;
+  private soon: Timer | undefined;
+  private incomingWatch: FSWatcher | undefined;
   private running = false;
   private work: Promise<void> = Promise.resolve();
   private sent: Array<{ at: number; bytes: number }> = [];
@@ -53,6 +62,7 @@ export class UploadsUnit implements DaemonUnit {
         void this.sweepUrls();
         void this.d.window?.start().catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot start the upload window; uploads run at any time'));
         this.d.watcher?.start();
+        this.watchIncoming();
         this.poll();
       },
       (err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot read the index of uploaded files; uploads are off until restart'),
@@ -62,6 +72,8 @@ export class UploadsUnit implements DaemonUnit {
   async stop(): Promise<void> {
     this.running = false;
     this.timer?.cancel();
+    this.soon?.cancel();
+    this.incomingWatch?.close();
     this.d.watcher?.stop();
     this.d.window?.stop();
     await this.work;
@@ -123,9 +135,33 @@ export class UploadsUnit implements DaemonUnit {
 
   private poll(): void {
     if (!this.running) return;
+    this.timer?.cancel();
     this.work = this.work.then(() => this.takeIncoming()).finally(() => {
       if (this.running) this.timer = this.d.clock.setTimer(() => this.poll(), INCOMING_POLL_MS);
     });
+  }
+
+  /** Watches incoming/ (created once, when missing); without a watch the slow poll alone takes requests. */
+  private watchIncoming(): void {
+    const dir = path.join(this.d.queueDir, INCOMING_DIR);
+    void fs
+      .mkdir(dir, { recursive: true, mode: 0o700 })
+      .then(() => {
+        if (!this.running) return;
+        this.incomingWatch = watch(dir, () => {
+          if (this.soon !== undefined || !this.running) return;
+          this.soon = this.d.clock.setTimer(() => {
+            this.soon = undefined;
+            this.poll();
+          }, INCOMING_COALESCE_MS);
+        });
+        this.incomingWatch.on('error', (err) => {
+          this.d.logger?.warn({ dir, err: String(err) }, 'watching upload requests failed; looking every minute instead');
+          this.incomingWatch?.close();
+          this.incomingWatch = undefined;
+        });
+      })
+      .catch((err: unknown) => this.d.logger?.warn({ dir, err: String(err) }, 'cannot watch upload requests; looking every minute instead'));
   }
 
   /** Requests from `c2c-agent upload`: queued, then removed (a crash between the two only queues a duplicate the check above drops). */

@@ -1,0 +1,78 @@
+// UploadsUnit takes `c2c-agent upload` requests from the queue's incoming/
+// folder as they arrive (a watch), not at its slow fallback look.
+import { describe, it, expect, afterEach } from '@jest/globals';
+import { mkdtempSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
+import { writeUploadRequest } from '../../agent/uploads/upload-request.js';
+import type { UploadPayload } from '../../agent/uploads/upload-worker.js';
+import type { OutboxItem } from '../../agent/outbox/types.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function rig() {
+  const queueDir = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-unit-'));
+  dirs.push(queueDir);
+  const clock = new FakeClock();
+  const puts: unknown[] = [];
+  const unit = new UploadsUnit({
+    index: { load: async () => undefined, has: () => false },
+    outbox: {
+      ready: async () => true,
+      put: async (kind: string, payload: unknown) => {
+        puts.push(payload);
+        return { kind, payload } as unknown as OutboxItem;
+      },
+      pending: () => [],
+    },
+    queueDir,
+    clock,
+    changed: () => undefined,
+  });
+  return { queueDir, clock, puts, unit };
+}
+
+const file = (name: string): UploadPayload => ({ path: `/media/${name}`, name, filetype: 'video/mp4', size: 10, mtimeMs: 1, ino: 7, dev: 1 }) as UploadPayload;
+
+/** Real I/O (the watch event) is awaited; agent time moves only when the test says. */
+async function until(what: string, cond: () => boolean, clock: FakeClock, stepMs: number): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (cond()) return;
+    await new Promise((r) => setImmediate(r));
+    await clock.advance(stepMs);
+  }
+  throw new Error(`${what}: not within the steps`);
+}
+
+describe('UploadsUnit: requests from `c2c-agent upload`', () => {
+  it('creates incoming/ and queues a request written while it runs within a second of agent time, long before the fallback look', async () => {
+    const { queueDir, clock, puts, unit } = rig();
+    unit.start();
+    await until('incoming/ created', () => existsSync(path.join(queueDir, 'incoming')), clock, 0);
+    await clock.advance(0);
+    const seenAtStart = puts.length;
+    const before = clock.now();
+    await writeUploadRequest(queueDir, [file('a.mp4'), file('b.mp4')]);
+    // 2 agent ms per step: a poll every 60 agent s would need 30,000 steps.
+    await until('the request queued', () => puts.length === seenAtStart + 2, clock, 2);
+    expect(clock.now() - before).toBeLessThan(1_000);
+    expect(puts.map((p) => (p as UploadPayload).name)).toEqual(['a.mp4', 'b.mp4']);
+    await unit.stop();
+  });
+
+  it('after stop() a new request stays in incoming/ for the next run', async () => {
+    const { queueDir, clock, puts, unit } = rig();
+    unit.start();
+    await until('incoming/ created', () => existsSync(path.join(queueDir, 'incoming')), clock, 0);
+    await unit.stop();
+    const req = await writeUploadRequest(queueDir, [file('c.mp4')]);
+    await clock.advance(120_000);
+    expect(puts).toEqual([]);
+    expect(existsSync(req)).toBe(true);
+  });
+});
