@@ -13,6 +13,16 @@ export type Outcome =
 const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'unauthorized', 'paused']);
 
 /**
+ * A 2xx whose body cannot be read (cut short, mangled by a proxy) says nothing
+ * about the request itself: try again, within the dispatcher's attempt limit.
+ * A 4xx the agent cannot read is the agent's own mistake, and stays dead.
+ */
+function garbledSuccess(e: AgentError): boolean {
+  const status = e.details.status;
+  return e.kind === 'protocol' && status !== undefined && status >= 200 && status < 300;
+}
+
+/**
  * `alreadySo` names the answers that mean the work is done (a 409 on a
  * connect, a 404 on a disconnect); everything else that is not worth a retry
  * is dead with its message as the reason.
@@ -20,6 +30,6 @@ const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'un
 export function classify(err: unknown, alreadySo: (e: AgentError) => boolean = () => false): Outcome {
   const e = err instanceof AgentError ? err : new AgentError('internal', err instanceof Error ? err.message : String(err));
   if (alreadySo(e)) return { result: 'done', note: `already so: ${e.message}` };
-  if (RETRY_KINDS.has(e.kind)) return { result: 'retry', error: e };
+  if (RETRY_KINDS.has(e.kind) || garbledSuccess(e)) return { result: 'retry', error: e };
   return { result: 'dead', reason: e.message };
 }

@@ -259,6 +259,11 @@ describe('classify', () => {
     expect(classify('just a string')).toEqual({ result: 'dead', reason: 'just a string' });
   });
 
+  it('a 2xx with an unreadable body is retried; an unreadable 4xx is dead', () => {
+    expect(classify(err('protocol', 'GET /v2/devices/me: the body is not JSON', { status: 200 }))).toMatchObject({ result: 'retry', error: { kind: 'protocol' } });
+    expect(classify(err('protocol', 'the service answered 400: bad channel id', { status: 400 }))).toEqual({ result: 'dead', reason: 'the service answered 400: bad channel id' });
+  });
+
   it('alreadySo sees a wrapped AgentError and wins over a retry kind', () => {
     const seen: AgentError[] = [];
     expect(classify(new Error('odd'), (e) => (seen.push(e), false))).toEqual({ result: 'dead', reason: 'odd' });
