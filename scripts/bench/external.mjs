@@ -13,7 +13,7 @@ import { root, runNode } from './procs.mjs';
 export const UPLOAD_GROWTH_GOAL_MIB = 8;
 export const HERD_GOAL = 2;
 
-const why = (r, tool) => (r.signal ? `${tool} killed by ${r.signal}` : `${tool} exited ${r.code}: ${r.stderr.trim().split('\n').pop()?.slice(0, 160) ?? ''}`);
+const why = (r, tool, timeoutMs) => (r.timedOut ? `${tool} did not finish within ${timeoutMs / 60_000} min` : r.signal ? `${tool} killed by ${r.signal}` : `${tool} exited ${r.code}: ${r.stderr.trim().split('\n').pop()?.slice(0, 160) ?? ''}`);
 
 /** { rows, notes }: RSS of the agent uploading a sparse file, peak minus its own idle. */
 export async function uploadRss({ quick = false } = {}) {
@@ -22,9 +22,10 @@ export async function uploadRss({ quick = false } = {}) {
   const script = path.join(root, 'scripts/bench-upload.mjs');
   if (!existsSync(script)) return { rows: [missingRow(measure, goal, 'scripts/bench-upload.mjs is missing')], notes: [] };
   const args = [script, '--skip-throughput', '--json', ...(quick ? ['--sparse-size', '512M', '--settle', '3', '--camera-mbps', '100'] : [])];
-  const r = await runNode(args, { timeoutMs: 15 * 60_000 });
+  const timeoutMs = 15 * 60_000;
+  const r = await runNode(args, { timeoutMs });
   const out = r.code === 0 ? lastJson(r.stdout) : undefined;
-  if (!out) return { rows: [missingRow(measure, goal, r.code === 0 ? 'bench-upload printed no JSON' : why(r, 'bench-upload'))], notes: [] };
+  if (!out) return { rows: [missingRow(measure, goal, r.code === 0 ? 'bench-upload printed no JSON' : why(r, 'bench-upload', timeoutMs))], notes: [] };
   const runs = Object.entries(out.memory ?? {}).filter(([, m]) => m && Number.isFinite(m.growthMiB));
   if (runs.length === 0) return { rows: [missingRow(measure, goal, `bench-upload measured no memory run${out.memory?.skipped ? `: ${out.memory.skipped}` : ''}`)], notes: [] };
   // The worse of its runs (loopback speed, and a camera's uplink through a throttle) is the figure.
@@ -39,15 +40,15 @@ export async function uploadRss({ quick = false } = {}) {
 }
 
 /** { rows, notes }: the fleet simulation's herd figure after its power cuts (the worst of them). */
-export async function fleetHerd({ fleet = 1000, hours = 24, seed = 1 } = {}) {
+export async function fleetHerd({ fleet = 1000, hours = 24, seed = 1, timeoutMs = 12 * 60_000 } = {}) {
   const measure = `thundering herd after a mass restart (fleet ${fleet}, ${hours} h)`;
   const goal = `<= ${HERD_GOAL}`;
   const tool = path.join(root, 'dist/fleet.mjs');
   if (!existsSync(tool)) return { rows: [missingRow(measure, goal, 'dist/fleet.mjs is not built')], notes: [] };
-  const r = await runNode([tool, '--fleet', String(fleet), '--hours', String(hours), '--seed', String(seed), '--json'], { timeoutMs: 15 * 60_000 });
+  const r = await runNode([tool, '--fleet', String(fleet), '--hours', String(hours), '--seed', String(seed), '--json'], { timeoutMs });
   // A nonzero exit may still carry the report (e.g. a referee violation): the figure is read either way, the exit is noted.
   const out = lastJson(r.stdout);
-  if (!out) return { rows: [missingRow(measure, goal, why(r, 'fleet'))], notes: [] };
+  if (!out) return { rows: [missingRow(measure, goal, why(r, 'fleet', timeoutMs))], notes: [] };
   const herd = (out.herd ?? []).filter((h) => Number.isFinite(h.peakOverMean));
   if (herd.length === 0) return { rows: [missingRow(measure, goal, 'the fleet run had no power cut to measure')], notes: [] };
   const worst = herd.reduce((a, b) => (b.peakOverMean > a.peakOverMean ? b : a));

@@ -72,7 +72,8 @@ export function markdownTable(rows) {
  * Bytes in the bundle per package, from an esbuild metafile's output entry:
  * node_modules paths by package (the last node_modules segment, scoped names
  * kept whole), the agent's own sources as `agent/`, everything else by its
- * first path segment. Largest first.
+ * first path segment, a build plugin's module by its last name and its
+ * plugin's namespace. Largest first.
  */
 export function bytesByPackage(output) {
   const sums = new Map();
@@ -83,7 +84,11 @@ export function bytesByPackage(output) {
       const parts = file.slice(nm + 'node_modules/'.length).split('/');
       key = parts[0].startsWith('@') ? `${parts[0]}/${parts[1]}` : parts[0];
     } else if (file.startsWith('<')) key = 'build-time data';
-    else key = `${file.split('/')[0]}/`;
+    else if (/^[\w-]+:/.test(file)) {
+      // A build plugin's module (a stub, a packed cold module): named by what it stands for, and by the plugin.
+      const parts = file.split(':');
+      key = `${parts[parts.length - 1]} (${parts[0]})`;
+    } else key = `${file.split('/')[0]}/`;
     sums.set(key, (sums.get(key) ?? 0) + bytesInOutput);
   }
   return [...sums].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);

@@ -131,7 +131,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
       ? `no leak: the live heap after a forced GC stays flat (${signed(liveGrowth)} MiB, ${fmt(liveEnd, 1)} MiB at the end), so RSS growth is garbage not yet collected or memory V8 and malloc keep, not objects kept alive`
       : `live heap grows ${signed(liveGrowth)} MiB (to ${fmt(liveEnd, 1)} MiB) even right after a forced GC: objects are kept alive (a leak, or a cache still filling)`;
   const notes = [
-    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third.`,
+    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
     `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
     `CPU: window ${fmt(realS, 1)} s real from ${settleS} s after launch = ${fmt(agentHours, 2)} agent hours at scale ${scale}: ${hb} heartbeats (${fmt(hbPerHour, 1)}/agent hour), ` +
       `${fmt(perHeartbeat * 1000, 1)} ms CPU each; idle at scale 1 ${fmt(idleRate * 3600, 3)} s per hour (${after.slowRef.heartbeats - before.slowRef.heartbeats} heartbeats in the window; 0 = a true idle figure); ` +

@@ -154,7 +154,7 @@ export function cpuWithChildren(pid) {
   return cpuSeconds(pid) + (Number(f[13]) + Number(f[14])) / HZ;
 }
 
-/** Runs a node script as a child to its end: { code, stdout, stderr }; a timeout kills it. */
+/** Runs a node script as a child to its end: { code, signal, timedOut, stdout, stderr }; a timeout kills it. */
 export function runNode(args, { timeoutMs, env = {} } = {}) {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, args, { env: cleanEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -163,10 +163,11 @@ export function runNode(args, { timeoutMs, env = {} } = {}) {
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
-    const timer = timeoutMs ? setTimeout(() => child.kill('SIGTERM'), timeoutMs) : undefined;
+    let timedOut = false;
+    const timer = timeoutMs ? setTimeout(() => ((timedOut = true), child.kill('SIGTERM')), timeoutMs) : undefined;
     child.on('exit', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      resolve({ code, signal, timedOut, stdout, stderr });
     });
   });
 }

@@ -64,7 +64,7 @@ describe('rows and tables', () => {
 });
 
 describe('bundle by package', () => {
-  it('groups inputs by package (scoped and nested node_modules by the innermost), own code by folder, largest first', () => {
+  it('groups inputs by package (scoped and nested node_modules by the innermost), own code by folder, plugin modules by name and plugin, largest first', () => {
     const output = {
       inputs: {
         'agent/lib/clock.ts': { bytesInOutput: 100 },
@@ -73,13 +73,17 @@ describe('bundle by package', () => {
         'node_modules/got/node_modules/@sindresorhus/is/dist/index.js': { bytesInOutput: 20 },
         'node_modules/@sindresorhus/is/dist/types.js': { bytesInOutput: 5 },
         '<define:__C2C_BUILTIN_PROFILES__>': { bytesInOutput: 7 },
+        'c2c-cold:c2c-cold-pack:systeminformation': { bytesInOutput: 40 },
+        'c2c-stub:semver': { bytesInOutput: 1 },
       },
     };
     expect(figures.bytesByPackage(output)).toEqual([
       { name: 'got', bytes: 300 },
       { name: 'agent/', bytes: 150 },
+      { name: 'systeminformation (c2c-cold)', bytes: 40 },
       { name: '@sindresorhus/is', bytes: 25 },
       { name: 'build-time data', bytes: 7 },
+      { name: 'semver (c2c-stub)', bytes: 1 },
     ]);
   });
 });
