@@ -15,6 +15,9 @@ import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT
 import { errorForStatus, networkError } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
+import { wireRequest, type Wire } from './wire.js';
+
+export type { Wire, WireRequest, WireResponse } from './wire.js';
 
 /** No answer the agent expects is anywhere near this; anything bigger is refused unread. */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -31,6 +34,13 @@ export interface TransportOptions {
   logger?: Logger;
   /** How long a kept-alive socket may sit unused before it is closed, real ms (default IDLE_SOCKET_MS). */
   idleSocketMs?: number;
+  /**
+   * Replaces only the HTTP exchange (got and its sockets): headers, error
+   * typing, the size cap, rate-limit and clock-offset views and validation
+   * all still run. For the fleet simulator, which plays many units in one
+   * process on a virtual clock; production never sets it.
+   */
+  wire?: Wire;
 }
 
 /**
@@ -106,14 +116,17 @@ export function createTransport(options: TransportOptions): Transport {
   const timeoutMs = Math.min(options.timeoutMs ?? REQUEST_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
   const tokenOf = typeof options.token === 'function' ? options.token : (): string => options.token as string;
   const idle = options.idleSocketMs ?? IDLE_SOCKET_MS;
-  const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
-  const instance: Got = got.extend({
+  const defaultHeaders: Record<string, string> = {
+    'x-client-version': options.firmwareVersion,
+    'user-agent': `c2c-agent/${options.agentVersion} firmware/${options.firmwareVersion} node/${process.versions.node}`,
+    accept: 'application/json',
+  };
+  const wire = options.wire;
+  // A wire has no sockets: no agents, no got instance.
+  const agents = wire ? undefined : { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
+  const instance: Got | undefined = wire ? undefined : got.extend({
     prefixUrl: options.baseUrl,
-    headers: {
-      'x-client-version': options.firmwareVersion,
-      'user-agent': `c2c-agent/${options.agentVersion} firmware/${options.firmwareVersion} node/${process.versions.node}`,
-      accept: 'application/json',
-    },
+    headers: defaultHeaders,
     retry: { limit: 0 },
     throwHttpErrors: false,
     followRedirect: false,
@@ -121,16 +134,15 @@ export function createTransport(options: TransportOptions): Transport {
     decompress: false,
     responseType: 'buffer',
     timeout: phaseTimeouts(timeoutMs, clock.scale),
-    agent: agents,
+    agent: agents as { http: http.Agent; https: https.Agent },
   });
   let lastMeta: ResponseMeta | undefined;
   // The latest server-minus-local offset any answer carried: an answer
   // without Date (a proxy's 429) is still measured against server time.
   let knownOffsetMs: number | undefined;
 
-  function metaOf(res: Response): ResponseMeta {
-    const headers = res.headers as HeaderBag;
-    const meta: ResponseMeta = { status: res.statusCode, rateLimit: parseRateLimit(headers) };
+  function metaOf(status: number, headers: HeaderBag): ResponseMeta {
+    const meta: ResponseMeta = { status, rateLimit: parseRateLimit(headers) };
     const offset = clockOffset(headers, clock.wallNow());
     if (offset !== undefined) meta.clockOffsetMs = offset;
     return meta;
@@ -148,26 +160,13 @@ export function createTransport(options: TransportOptions): Transport {
     const limitMs = Math.min(spec.timeoutMs ?? timeoutMs, timeoutMs);
     const started = clock.now();
     let tooLarge = false;
-    const call = instance(spec.path.replace(/^\/+/, ''), {
-      method: spec.method,
-      responseType: 'buffer',
-      headers,
-      ...(spec.form !== undefined ? { form: spec.form } : {}),
-      ...(spec.json !== undefined ? { json: spec.json } : {}),
-      ...(spec.signal !== undefined ? { signal: spec.signal } : {}),
-      ...(limitMs < timeoutMs ? { timeout: phaseTimeouts(limitMs, clock.scale) } : {}),
-    });
-    // got has no size limit; its progress events fire as chunks arrive (the
-    // first one carries Content-Length), so a liar or an endless body stops here.
-    call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
-      if (!tooLarge && (p.transferred > MAX_RESPONSE_BYTES || (p.total ?? 0) > MAX_RESPONSE_BYTES)) {
-        tooLarge = true;
-        call.cancel();
-      }
-    });
-    let res: Response<Buffer>;
+    let res: { status: number; headers: HeaderBag; body: Buffer };
     try {
-      res = await call;
+      res = wire ? await wire(wireRequest(spec, { ...defaultHeaders, ...headers }, limitMs)) : await viaGot(spec, headers, limitMs, () => (tooLarge = true));
+      if (wire && res.body.length > MAX_RESPONSE_BYTES) {
+        tooLarge = true;
+        throw new Error('too large');
+      }
     } catch (err) {
       const durationMs = Math.round(clock.now() - started);
       if (tooLarge) {
@@ -179,7 +178,7 @@ export function createTransport(options: TransportOptions): Transport {
       logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code }, 'http request failed');
       throw e;
     }
-    const meta = metaOf(res);
+    const meta = metaOf(res.status, res.headers);
     lastMeta = meta;
     if (meta.clockOffsetMs !== undefined) knownOffsetMs = meta.clockOffsetMs;
     if (logger?.isLevelEnabled('trace')) {
@@ -188,16 +187,40 @@ export function createTransport(options: TransportOptions): Transport {
       logger.trace(
         {
           request: { method: spec.method, path: spec.path, auth: spec.auth === false ? 'none' : 'bearer', 'x-client-version': options.firmwareVersion },
-          response: { status: res.statusCode, date: h.date, 'content-type': h['content-type'], 'content-length': h['content-length'], 'retry-after': h['retry-after'] },
+          response: { status: res.status, date: h.date, 'content-type': h['content-type'], 'content-length': h['content-length'], 'retry-after': h['retry-after'] },
         },
         'http detail',
       );
     }
     logger?.debug(
-      { method: spec.method, path: spec.path, status: res.statusCode, durationMs: Math.round(clock.now() - started), rateLimit: meta.rateLimit, clockOffsetMs: meta.clockOffsetMs },
+      { method: spec.method, path: spec.path, status: res.status, durationMs: Math.round(clock.now() - started), rateLimit: meta.rateLimit, clockOffsetMs: meta.clockOffsetMs },
       'http',
     );
-    return { what, status: res.statusCode, headers: res.headers as HeaderBag, body: res.body, meta };
+    return { what, status: res.status, headers: res.headers, body: res.body, meta };
+  }
+
+  async function viaGot(spec: RequestSpec, headers: Record<string, string>, limitMs: number, refused: () => void): Promise<{ status: number; headers: HeaderBag; body: Buffer }> {
+    const call = (instance as Got)(spec.path.replace(/^\/+/, ''), {
+      method: spec.method,
+      responseType: 'buffer',
+      headers,
+      ...(spec.form !== undefined ? { form: spec.form } : {}),
+      ...(spec.json !== undefined ? { json: spec.json } : {}),
+      ...(spec.signal !== undefined ? { signal: spec.signal } : {}),
+      ...(limitMs < timeoutMs ? { timeout: phaseTimeouts(limitMs, clock.scale) } : {}),
+    });
+    // got has no size limit; its progress events fire as chunks arrive (the
+    // first one carries Content-Length), so a liar or an endless body stops here.
+    let tooLarge = false;
+    call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
+      if (!tooLarge && (p.transferred > MAX_RESPONSE_BYTES || (p.total ?? 0) > MAX_RESPONSE_BYTES)) {
+        tooLarge = true;
+        refused();
+        call.cancel();
+      }
+    });
+    const res: Response<Buffer> = await call;
+    return { status: res.statusCode, headers: res.headers as HeaderBag, body: res.body };
   }
 
   function readJson(res: RawResponse): unknown {
@@ -243,8 +266,8 @@ export function createTransport(options: TransportOptions): Transport {
       return lastMeta;
     },
     close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      agents?.http.destroy();
+      agents?.https.destroy();
     },
   };
 }

@@ -55,13 +55,26 @@ describe('HeartbeatScheduler', () => {
   });
 
   it('no record shortly after boot: boot counts as the last attempt (a fast reboot loses the tmpfs record)', async () => {
-    // Agent time is CLOCK_MONOTONIC: 20 s since boot.
-    const h = setup({ start: 20 * S });
+    // Agent time is CLOCK_MONOTONIC: 20 s since boot. A draw of 0: no spread on top.
+    const h = setup({ start: 20 * S, random: () => 0 });
     h.scheduler.start();
     await h.clock.advance(41 * S);
     expect(h.beats()).toEqual([]);
     await h.clock.advance(2 * S);
     expect(h.beats()).toEqual([MIN_SPACING_MS + SPACING_MARGIN_MS]);
+    await h.scheduler.stop();
+  });
+
+  it('no record shortly after boot: the first heartbeat is spread by the draws (a fleet rebooting together)', async () => {
+    const bounds = { minSeconds: 60, maxSeconds: 255 };
+    const h = setup({ start: 20 * S, random: () => 0.5, bounds });
+    h.scheduler.start();
+    const interval = Math.sqrt((60 * S) ** 2 + 0.5 * ((255 * S) ** 2 - (60 * S) ** 2));
+    const at = MIN_SPACING_MS + SPACING_MARGIN_MS + 0.5 * interval;
+    await h.clock.advance(Math.floor(at) - 20 * S);
+    expect(h.beats()).toEqual([]);
+    await h.clock.advance(1);
+    expect(h.beats()).toEqual([at]);
     await h.scheduler.stop();
   });
 

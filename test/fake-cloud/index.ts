@@ -21,12 +21,15 @@ import { channelRoutes } from './channels.js';
 import { Uploads, STORAGE_PREFIX } from './uploads.js';
 import type { AssetView } from './uploads.js';
 import { startAdmin } from './admin.js';
+import { injectInto, socketError } from './inject.js';
+import type { InjectRequest, InjectResponse } from './inject.js';
 
 export type { Fault, FaultKind } from './faults.js';
 export type { JournalEntry } from './pipeline.js';
 export type { RefereeReport } from './referee.js';
 export type { AssetView } from './uploads.js';
 export type { TokenState } from './state.js';
+export type { InjectRequest, InjectResponse } from './inject.js';
 
 export interface FakeCloudOptions {
   /** Seeded, paired devices (default 1). */
@@ -52,6 +55,12 @@ export interface FakeCloudOptions {
   uploadPartBytes?: number;
   /** The journal keeps at most this many entries (default 100000). */
   journalLimit?: number;
+  /** false: no HTTP servers at all, requests come only through inject() (default true). */
+  listen?: boolean;
+  /** Wall time (epoch ms) at agent time 0, for ISO times and inject()'s Date header (default: now). */
+  wallStart?: number;
+  /** Arms a delay fault's timer in agent ms on a virtual clock (with `clock`); default: real timers. */
+  setTimer?: (fn: () => void, agentMs: number) => { cancel(): void };
 }
 
 export interface SeededDevice {
@@ -84,6 +93,12 @@ export interface FakeCloudControl {
   setAuthorizationExpiry(deviceId: string, inMs: number | null): void;
   /** The person approving a pairing user code; false when no pending code matches. */
   approve(userCode: string): boolean;
+  /**
+   * The test's word that the device could not reach the fake during
+   * [fromMs, toMs] (its power or its own network was off): the referee counts
+   * no tooLate across it, as for a fault.
+   */
+  deviceAway(deviceId: string, fromMs: number, toMs: number): void;
 }
 
 export interface FakeCloud {
@@ -104,6 +119,13 @@ export interface FakeCloud {
   /** Test-only: what the fake would make of an access or refresh token now (never logged, never recorded). */
   tokenState(token: string): TokenState;
   control: FakeCloudControl;
+  /**
+   * One request through the same pipeline as the HTTP server, without a
+   * socket: resolves with the answer (a delay fault holds it on the fake's
+   * clock), rejects with code ECONNREFUSED while connections are refused and
+   * ECONNRESET where the server would drop the connection.
+   */
+  inject(req: InjectRequest): Promise<InjectResponse>;
   close(): Promise<void>;
 }
 
@@ -122,7 +144,7 @@ function listen(server: Server, port: number): Promise<number> {
 export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<FakeCloud> {
   const timeScale = options.timeScale ?? 1;
   if (!(timeScale > 0)) throw new Error('timeScale must be > 0');
-  const clock = makeClock(timeScale, options.clock);
+  const clock = makeClock(timeScale, options.clock, options.wallStart);
   const clientSecret = options.clientSecret ?? secret('fcs');
   const state = new CloudState(clock, {
     tokenLifetimeSeconds: options.tokenLifetimeSeconds ?? 28800,
@@ -153,6 +175,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     storagePrefix: STORAGE_PREFIX,
     storage: (req, res, entry, hits) => uploads.storage(req, res, entry, hits, pipeline),
     storageOwner: (path) => uploads.ownerOf(path),
+    ...(options.setTimer !== undefined && { setTimer: options.setTimer }),
   });
 
   const seeded: SeededDevice[] = [];
@@ -172,8 +195,9 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     });
   }
 
+  const serve = options.listen !== false;
   const server = createServer({ keepAliveTimeout: 5000 }, pipeline.handle);
-  const port = await listen(server, options.port ?? 0);
+  const port = serve ? await listen(server, options.port ?? 0) : 0;
   let listening = true;
   let closing = false;
 
@@ -181,6 +205,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     new Promise((resolve) => {
       if (!listening) return resolve();
       listening = false;
+      if (!serve) return resolve();
       server.close(() => resolve());
       // Keep-alive sockets would otherwise keep serving a "refused" client.
       server.closeAllConnections();
@@ -199,7 +224,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     },
     async acceptConnections() {
       if (listening || closing) return;
-      await listen(server, port);
+      if (serve) await listen(server, port);
       listening = true;
       referee.accepted();
     },
@@ -224,10 +249,14 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
       else d.authorizationExpiresAt = clock.now() + inMs;
     },
     approve: (userCode) => pairing.approve(userCode),
+    deviceAway(deviceId, fromMs, toMs) {
+      deviceOrThrow(deviceId);
+      referee.disturbed(deviceId, fromMs, toMs);
+    },
   };
 
   const cloud: FakeCloud = {
-    url: `http://${HOST}:${port}`,
+    url: serve ? `http://${HOST}:${port}` : '',
     adminUrl: '',
     clientSecret,
     devices: seeded,
@@ -240,6 +269,10 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     assets: () => uploads.all(),
     tokenState: (token) => state.tokenState(token),
     control,
+    inject: (req) =>
+      listening && !closing
+        ? injectInto(pipeline.handle, req, () => new Date(clock.iso(clock.now())).toUTCString())
+        : Promise.reject(socketError('ECONNREFUSED', 'connect ECONNREFUSED (the fake refuses connections)')),
     close: async () => {
       if (closing) return;
       closing = true;
@@ -247,7 +280,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
       await Promise.all([stopListening(), admin.close()]);
     },
   };
-  const admin = await startAdmin(cloud, HOST, options.adminPort ?? 0);
+  const admin = serve ? await startAdmin(cloud, HOST, options.adminPort ?? 0) : { url: '', close: async () => {} };
   cloud.adminUrl = admin.url;
   return cloud;
 }

@@ -46,10 +46,12 @@ export interface PipelineDeps {
   storage: (req: IncomingMessage, res: ServerResponse, entry: JournalEntry, faults: Fault[]) => void;
   /** The device whose asset an upload URL path belongs to (for device-scoped faults). */
   storageOwner: (path: string) => string | undefined;
+  /** Arms a timer in agent ms on the caller's clock (a virtual one); default: a real timer of agentMs / timeScale. */
+  setTimer?: (fn: () => void, agentMs: number) => { cancel(): void };
 }
 
 export class Pipeline {
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new Set<{ cancel(): void }>();
   private closed = false;
 
   constructor(private readonly d: PipelineDeps) {}
@@ -57,17 +59,18 @@ export class Pipeline {
   /** Cancels every delayed response (their sockets are destroyed by the server close). */
   close(): void {
     this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
+    for (const t of this.timers) t.cancel();
     this.timers.clear();
   }
 
   /** Runs fn after `agentMs` of agent time; cancelled by close(). */
   defer(fn: () => void, agentMs: number): void {
     if (this.closed) return;
-    const timer = setTimeout(() => {
+    const fire = (): void => {
       this.timers.delete(timer);
       fn();
-    }, agentMs / this.d.clock.timeScale);
+    };
+    const timer = this.d.setTimer?.(fire, agentMs) ?? realTimer(fire, agentMs / this.d.clock.timeScale);
     this.timers.add(timer);
   }
 
@@ -182,6 +185,11 @@ export class Pipeline {
     ctx.body = body;
     return route.handler(ctx);
   }
+}
+
+function realTimer(fn: () => void, ms: number): { cancel(): void } {
+  const handle = setTimeout(fn, ms);
+  return { cancel: () => clearTimeout(handle) };
 }
 
 function sendTruncated(res: ServerResponse, reply: Reply, extra: Record<string, string>): void {

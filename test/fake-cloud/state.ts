@@ -10,8 +10,8 @@ export interface Clock {
   timeScale: number;
 }
 
-export function makeClock(timeScale: number, inject?: () => number): Clock {
-  const startWall = Date.now();
+export function makeClock(timeScale: number, inject?: () => number, wallStart?: number): Clock {
+  const startWall = wallStart ?? Date.now();
   const startPerf = performance.now();
   const now = inject ?? (() => (performance.now() - startPerf) * timeScale);
   return { now, iso: (t) => new Date(startWall + t).toISOString(), timeScale };

@@ -50,7 +50,8 @@ export interface AttemptRecord {
  * still has the heartbeat sent just before. Agent time is CLOCK_MONOTONIC
  * (times the scale), which starts at 0 at boot, so boot is the latest an
  * attempt we have no record of can have ended: the first heartbeat after a
- * reboot waits until 62 agent-s after boot, and costs nothing otherwise.
+ * reboot waits until 62 agent-s after boot (and firstAttemptAt spreads it
+ * further), and costs nothing otherwise.
  */
 export function lastEndOf(rec: AttemptRecord | undefined, now: number): number {
   if (rec === undefined || !Number.isFinite(rec.startedAt)) return BOOT;
@@ -62,6 +63,36 @@ export function lastEndOf(rec: AttemptRecord | undefined, now: number): number {
 
 export function earliestNext(lastEnd: number): number {
   return lastEnd + MIN_SPACING_MS + SPACING_MARGIN_MS;
+}
+
+/**
+ * How long after boot a process without an attempt record counts as booting
+ * with its fleet. A power cut reboots every camera on the site within a
+ * minute or so, and every one of them finds its tmpfs record gone: if all
+ * heartbeated 62 s after boot, the service would meet them within the same
+ * minute (a thundering herd). Past this, no record means a first start or a
+ * wiped runtime dir on a machine long up, and nothing is gained by waiting.
+ */
+export const RECENT_BOOT_MS = 10 * 60_000;
+
+/**
+ * When a process's first heartbeat may go. With a record, or long after boot:
+ * as soon as the spacing allows (a restart or a first start costs no wait).
+ * Without a record shortly after boot, the wait past the earliest is drawn
+ * as a unit in a steady fleet would find its next heartbeat from a random
+ * instant: a uniform share of an interval drawn in proportion to its length
+ * (intervals are uniform in [min, max]). So a fleet that boots together
+ * reaches the service at about its usual rate rather than in one wave. Never
+ * later than MAX_AFTER_SUCCESS_MS after now: the device check that precedes
+ * the first heartbeat is the service's latest word from the unit.
+ */
+export function firstAttemptAt(rec: AttemptRecord | undefined, now: number, bounds: Bounds, random: () => number): number {
+  const earliest = earliestNext(lastEndOf(rec, now));
+  if (rec !== undefined || now - BOOT >= RECENT_BOOT_MS) return Math.max(now, earliest);
+  const { minMs: a, maxMs: b } = bounds;
+  const interval = Math.sqrt(a * a + random() * (b * b - a * a));
+  const wait = random() * interval;
+  return Math.max(now, earliest, Math.min(earliest + wait, now + MAX_AFTER_SUCCESS_MS));
 }
 
 /**

@@ -6,7 +6,7 @@ import { AgentError } from '../../lib/errors.js';
 import type { ApiResult } from '../../api/types.js';
 import { guarded } from '../abort.js';
 import { probeDelay, probeOnce, unreachable } from '../reachability.js';
-import { earliestNext, lastEndOf, nextAfterFailure, nextAfterRateLimit, nextAfterSuccess, type AttemptRecord, type Bounds } from './policy.js';
+import { earliestNext, firstAttemptAt, lastEndOf, nextAfterFailure, nextAfterRateLimit, nextAfterSuccess, type AttemptRecord, type Bounds } from './policy.js';
 
 export type HeartbeatResult = 'ok' | 'paused' | 'rate-limited' | 'failed' | 'aborted';
 
@@ -58,8 +58,8 @@ export class HeartbeatScheduler {
     this.running = true;
     const now = this.o.clock.now();
     this.last = this.o.lastAttempt;
-    // No backlog: the first heartbeat goes as soon as the spacing allows.
-    this.nextAt = Math.max(now, earliestNext(lastEndOf(this.last, now)));
+    // No backlog: the first heartbeat goes as soon as the spacing allows (spread out just after a boot).
+    this.nextAt = firstAttemptAt(this.last, now, this.o.bounds, this.o.random);
     this.arm();
   }
 

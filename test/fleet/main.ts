@@ -1,0 +1,50 @@
+// node dist/fleet.mjs --fleet N --hours H [--seed S] [--faults light|heavy] [--json]
+// A fleet of agents in virtual time (see fleet.ts). Exit 0 only when the
+// referee saw no violation; the herd figure is reported, not judged.
+import { parseArgs } from 'node:util';
+import { runFleet } from './fleet.js';
+import { buildReport, formatReport } from './report.js';
+
+const USAGE = 'usage: fleet --fleet N --hours H [--seed S] [--faults light|heavy] [--json]';
+const EX_USAGE = 64;
+const EX_SOFTWARE = 70;
+
+function usage(message: string): never {
+  process.stderr.write(`fleet: ${message}\n${USAGE}\n`);
+  process.exit(EX_USAGE);
+}
+
+function number(name: string, value: string | undefined, ok: (n: number) => boolean, fallback?: number): number {
+  if (value === undefined) {
+    if (fallback === undefined) usage(`--${name} is required`);
+    return fallback;
+  }
+  const n = Number(value);
+  if (value.trim() === '' || !Number.isFinite(n) || !ok(n)) usage(`--${name} ${JSON.stringify(value)} is not valid`);
+  return n;
+}
+
+let values: Record<string, string | boolean | undefined>;
+try {
+  ({ values } = parseArgs({
+    options: { fleet: { type: 'string' }, hours: { type: 'string' }, seed: { type: 'string' }, faults: { type: 'string' }, json: { type: 'boolean' } },
+    strict: true,
+    allowPositionals: false,
+  }));
+} catch (err) {
+  usage(err instanceof Error ? err.message.split('\n')[0] ?? 'bad option' : 'bad option');
+}
+const units = number('fleet', values.fleet as string | undefined, (n) => Number.isInteger(n) && n >= 1 && n <= 100_000);
+const hours = number('hours', values.hours as string | undefined, (n) => n > 0 && n <= 24 * 14);
+const seed = number('seed', values.seed as string | undefined, (n) => Number.isInteger(n) && n >= 0 && n < 2 ** 32, 1);
+const faults = (values.faults as string | undefined) ?? 'light';
+if (faults !== 'light' && faults !== 'heavy') usage(`--faults ${JSON.stringify(faults)} is not light or heavy`);
+
+try {
+  const report = buildReport(await runFleet({ units, hours, seed, faults }));
+  process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
+  process.exitCode = report.violations.total === 0 ? 0 : 1;
+} catch (err) {
+  process.stderr.write(`fleet: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = EX_SOFTWARE;
+}
