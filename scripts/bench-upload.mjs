@@ -7,7 +7,8 @@
 //   npm run bench:upload     (builds first)
 //   node scripts/bench-upload.mjs [--size 512M] [--sparse-size 2G] [--part-size 5M]
 //        [--rounds 3] [--budget 90] [--settle 10] [--timeout 300] [--camera-mbps 20]
-//        [--skip-throughput] [--skip-memory] [--skip-loopback-memory] [--node-options '--max-semi-space-size=1'] [--json]
+//        [--skip-throughput] [--skip-memory] [--skip-loopback-memory] [--node-options '--max-semi-space-size=1']
+//        [--bundle FILE (default dist/c2c-agent.mjs)] [--json]
 //
 // Bounded: at most --rounds throughput rounds, and no round is started that
 // would likely end past --budget s of rounds (one always runs); each upload
@@ -66,6 +67,7 @@ const { values } = parseArgs({
     'skip-memory': { type: 'boolean', default: false },
     'skip-loopback-memory': { type: 'boolean', default: false },
     'node-options': { type: 'string', default: '' },
+    bundle: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -80,7 +82,7 @@ const CAMERA_MBPS = Number(values['camera-mbps']);
 if (!(CAMERA_MBPS > 0)) throw new Error(`--camera-mbps: not a rate in MB/s: ${JSON.stringify(values['camera-mbps'])}`);
 const TYPE = 'video/mp4';
 
-const bundle = path.join(root, 'dist/c2c-agent.mjs');
+const bundle = values.bundle === undefined ? path.join(root, 'dist/c2c-agent.mjs') : path.resolve(values.bundle);
 if (!existsSync(bundle)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs'), '--quiet'], { stdio: 'inherit' });
 for (const [tool, ...args] of [['curl', '--version'], ['/usr/bin/time', '-f', '%U', 'true']]) {
   try {
