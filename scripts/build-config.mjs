@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { coldDependencies } from './build-cold.mjs';
 import { unusedDependencyStubs } from './build-stubs.mjs';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -14,7 +15,8 @@ export function builtinProfiles() {
   // schema.json is not shipped: it is compiled into the agent's validator
   // (scripts/gen-profile-validator.mjs).
   for (const name of readdirSync(dir).filter((f) => f.endsWith('.json') && f !== 'schema.json').sort()) {
-    out[name] = readFileSync(path.join(dir, name), 'utf8');
+    // Compact: the agent parses the text; its layout is for people, who read the files.
+    out[name] = JSON.stringify(JSON.parse(readFileSync(path.join(dir, name), 'utf8')));
   }
   return out;
 }
@@ -39,9 +41,10 @@ export function agentOptions(outfile) {
     outfile,
     // Every byte of the bundle is read, parsed and kept by V8 at each start,
     // on a camera that shares its memory with the capture pipeline: minified,
-    // and without the dependency code it never runs.
+    // without the dependency code it never runs, and with the dependencies
+    // only some commands use stored compressed (build-cold.mjs).
     minify: true,
-    plugins: [unusedDependencyStubs],
+    plugins: [unusedDependencyStubs, coldDependencies(root)],
     metafile: true,
     define: {
       __C2C_VERSION__: JSON.stringify(pkg.version),

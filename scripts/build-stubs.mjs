@@ -3,8 +3,9 @@
 // a clear error if it is ever reached. esbuild cannot drop them by itself:
 // the packages import them at the top of modules the agent does use.
 //
-// - got: HTTP/2 (`http2: true`), its HTTP cache (`cache:`) and its DNS cache
-//   (`dnsCache:`): the agent sets none of these options.
+// - got: HTTP/2 (`http2: true`), its HTTP cache (`cache:`), its DNS cache
+//   (`dnsCache:`), FormData bodies and decompression (`decompress: false`, so
+//   a compressed answer can't grow past the size cap): the agent uses none.
 // - conf: JSON-schema validation of the stored values (`schema:`) and version
 //   migrations (`migrations:`, the only user of its semver): the agent's conf
 //   stores (client id, channel map) pass neither, and conf reaches ajv and
@@ -23,6 +24,9 @@ export default { get globalAgent() { return off(); }, auto: off };` },
   { importer: 'got', name: 'cacheable-request', code: `export class CacheError extends Error {}
 export default class CacheableRequest { constructor() { throw new Error('the HTTP cache is not in the c2c-agent bundle'); } }` },
   { importer: 'got', name: 'cacheable-lookup', code: `export default class CacheableLookup { constructor() { throw new Error('the DNS cache is not in the c2c-agent bundle'); } }` },
+  { importer: 'got', name: 'form-data-encoder', code: `export const isFormData = () => false;
+export class FormDataEncoder { constructor() { throw new Error('FormData bodies are not in the c2c-agent bundle'); } }` },
+  { importer: 'got', name: 'decompress-response', code: `export default () => { throw new Error('decompressing answers is not in the c2c-agent bundle'); };` },
   { importer: 'conf', name: 'ajv/dist/2020.js', code: `export class Ajv2020 { constructor() { throw new Error('conf schema validation is not in the c2c-agent bundle'); } }` },
   { importer: 'conf', name: 'ajv-formats', code: `export default { default() { throw new Error('conf schema validation is not in the c2c-agent bundle'); } };` },
   { importer: 'conf', name: 'semver', code: `const off = () => { throw new Error('conf migrations are not in the c2c-agent bundle'); };

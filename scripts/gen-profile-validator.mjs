@@ -19,8 +19,20 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const VALIDATOR_FILE = path.join(root, 'agent/config/profile-schema-validator.js');
 
+// Descriptions and titles say nothing to a validator, but ajv copies the
+// schema into the generated file: leave them in schema.json only.
+function withoutAnnotations(node) {
+  if (Array.isArray(node)) return node.map(withoutAnnotations);
+  if (node === null || typeof node !== 'object') return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([k, v]) => !(['description', 'title', '$comment', 'examples'].includes(k) && typeof v !== 'object') && k !== 'examples')
+      .map(([k, v]) => [k, k === 'properties' ? Object.fromEntries(Object.entries(v).map(([pk, pv]) => [pk, withoutAnnotations(pv)])) : withoutAnnotations(v)]),
+  );
+}
+
 export function generate() {
-  const schema = JSON.parse(readFileSync(path.join(root, 'firmware-profiles/schema.json'), 'utf8'));
+  const schema = withoutAnnotations(JSON.parse(readFileSync(path.join(root, 'firmware-profiles/schema.json'), 'utf8')));
   // strict: the schema may not use anything ajv would ignore. The first
   // error is enough for the one-line message a profile gets.
   const ajv = new Ajv({ allErrors: false, strict: true, validateSchema: false, code: { source: true, esm: true, lines: false } });

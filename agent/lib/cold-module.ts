@@ -1,0 +1,26 @@
+// Dependencies only a few commands use (systeminformation for `channels` and
+// `status`, uqr for the pairing screen, node-cron for an upload window) are stored in the bundle as
+// compressed CommonJS text by scripts/build-cold.mjs and run the first time
+// they are asked for. Stored as code they would be read and pre-parsed at
+// every start of every command, the daemon's included, and make up a sixth
+// of the bundle; as compressed text they cost a string.
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { brotliDecompressSync } from 'node:zlib';
+
+const loaded = new Map<string, unknown>();
+
+/** The module.exports of the compressed CommonJS `packed` (base64 brotli), evaluated once per name. */
+export function expandColdModule(name: string, packed: string): unknown {
+  if (loaded.has(name)) return loaded.get(name);
+  const code = brotliDecompressSync(Buffer.from(packed, 'base64')).toString('utf8');
+  // The bundle's own file stands in for the module's file: its require()
+  // reaches node's built-ins, which is all these modules were built to need.
+  const filename = fileURLToPath(import.meta.url);
+  const module = { exports: {} as unknown };
+  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the text is the build's own output, never input
+  const run = new Function('exports', 'require', 'module', '__filename', '__dirname', `${code}\n//# sourceURL=c2c-agent-cold:${name}`);
+  run(module.exports, createRequire(import.meta.url), module, filename, filename.replace(/\/[^/]*$/, ''));
+  loaded.set(name, module.exports);
+  return module.exports;
+}
