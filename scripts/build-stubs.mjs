@@ -38,7 +38,9 @@ export default { eq: off, clean: off, satisfies: off, lte: off, gt: off };` },
 // instead when first needed. @sindresorhus/is (got's argument checks) builds
 // two Intl.ListFormat objects at load time for the text of a failed check;
 // the first Intl object maps in ICU's locale data: +4.5 MiB of RSS, for a
-// message the agent never shows.
+// message the agent never shows. pino loads worker_threads (about 1 MiB) to
+// ask isMainThread, which only an asynchronous destination needs; the
+// agent's is synchronous.
 const DEFERRED = [
   {
     file: '/node_modules/@sindresorhus/is/distribution/index.js',
@@ -50,6 +52,11 @@ const DEFERRED = [
       "const andFormatter = { format: (list) => new Intl.ListFormat('en', { style: 'long', type: 'conjunction' }).format(list) };",
       "const orFormatter = { format: (list) => new Intl.ListFormat('en', { style: 'long', type: 'disjunction' }).format(list) };",
     ],
+  },
+  {
+    file: '/node_modules/pino/lib/tools.js',
+    from: ["const { isMainThread } = require('worker_threads')", 'if (!opts.sync && isMainThread) {'],
+    to: ["const workerThreads = () => require('worker_threads')", 'if (!opts.sync && workerThreads().isMainThread) {'],
   },
 ];
 

@@ -6,13 +6,16 @@
 // of the bundle; as compressed text they cost a string.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { brotliDecompressSync } from 'node:zlib';
 
 const loaded = new Map<string, unknown>();
 
 /** The module.exports of the compressed CommonJS `packed` (base64 brotli), evaluated once per name. */
 export function expandColdModule(name: string, packed: string): unknown {
   if (loaded.has(name)) return loaded.get(name);
+  const require = createRequire(import.meta.url);
+  // zlib is loaded here, not at start: a module of its own that the daemon's
+  // steady state does not otherwise need.
+  const { brotliDecompressSync } = require('node:zlib') as typeof import('node:zlib');
   const code = brotliDecompressSync(Buffer.from(packed, 'base64')).toString('utf8');
   // The bundle's own file stands in for the module's file: its require()
   // reaches node's built-ins, which is all these modules were built to need.
@@ -20,7 +23,7 @@ export function expandColdModule(name: string, packed: string): unknown {
   const module = { exports: {} as unknown };
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the text is the build's own output, never input
   const run = new Function('exports', 'require', 'module', '__filename', '__dirname', `${code}\n//# sourceURL=c2c-agent-cold:${name}`);
-  run(module.exports, createRequire(import.meta.url), module, filename, filename.replace(/\/[^/]*$/, ''));
+  run(module.exports, require, module, filename, filename.replace(/\/[^/]*$/, ''));
   loaded.set(name, module.exports);
   return module.exports;
 }
