@@ -230,17 +230,17 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         if (settled) return false;
         settled = true;
         signal?.removeEventListener('abort', onAbort);
-        // Closes the file now: a write that died with the socket may never call back to got.
-        slice?.return().catch(() => undefined);
         return true;
       };
+      // The file is closed now: a write that died with the socket may never call back to got.
+      const drop = (): void => void (stream.destroy(), slice?.return().catch(() => undefined));
       const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
         if (!settle()) return;
-        // A 2xx body we stopped reading leaves the socket unusable. Otherwise got's stream is
-        // destroyed once it has sent everything (the socket is back in the pool by then): got
-        // arms its response timer when the last write completes, and an answer that came first
-        // would leave that timer holding the whole exchange for the full response timeout.
-        if (!whole || stream.writableFinished) stream.destroy();
+        // A 2xx body we stopped reading leaves the socket unusable. Otherwise got's response
+        // timer, armed at the last write even when the answer came first, would hold the whole
+        // exchange for its full length: destroyed once all is sent (the socket is pooled by then).
+        if (!whole) drop();
+        else if (stream.writableFinished) stream.destroy();
         else stream.once('finish', () => stream.destroy());
         logger?.debug({ ...log, status: value.status, durationMs: elapsed() }, 'storage put');
         resolve(value);
@@ -249,7 +249,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         if (!settle()) return;
         // A storage error can come before the whole body went out: stop sending,
         // and close the caller's stream now rather than when pipeline gets to it.
-        stream.destroy();
+        drop();
         if (isStream(chunk.body)) chunk.body.destroy?.();
         const d = err instanceof AgentError ? err.details : {};
         logger?.debug({ ...log, status: d.status, code: d.code, sent: Math.max(0, sent), durationMs: elapsed() }, 'storage put failed');
