@@ -80,16 +80,18 @@ export function injectInto(
 ): Promise<InjectResponse> {
   return new Promise((resolve, reject) => {
     const res = new ResponseSink(date, resolve, reject);
-    const body = new PassThrough();
     const headers: Record<string, string> = { host: '127.0.0.1' };
     for (const [k, v] of Object.entries(request.headers)) headers[k.toLowerCase()] = v;
-    const req = Object.assign(body, {
+    // A body is read as a stream; without one (most requests) nothing reads it, so no stream is made.
+    const hasBody = request.body !== undefined && request.body.length > 0;
+    const stream = hasBody ? new PassThrough() : new EventEmitter();
+    const req = Object.assign(stream, {
       method: request.method,
       url: request.path,
       headers,
       socket: { destroy: () => res.destroy() },
     });
-    body.end(request.body ?? Buffer.alloc(0));
+    if (stream instanceof PassThrough) stream.end(request.body);
     handle(req as unknown as IncomingMessage, res as unknown as ServerResponse);
   });
 }

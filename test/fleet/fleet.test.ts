@@ -18,6 +18,7 @@ describe('fleet in virtual time', () => {
     const first = await runFleet(options);
     const report = buildReport(first);
     expect(report.violations).toEqual({ tooSoon: 0, tooLate: 0, missingVersion: 0, total: 0 });
+    expect(report.needsPairingAtEnd).toBe(0);
     // The run did what it says: heartbeats and refreshes through the shipped code, faults met, units rebooted.
     expect(report.heartbeats).toBeGreaterThan(20 * 6 * 10);
     expect(report.successfulHeartbeats).toBeLessThan(report.heartbeats);
