@@ -13,6 +13,7 @@ import { CredentialsTokenSource } from '../../agent/auth/token-source.js';
 import { Controller } from '../../agent/daemon/controller.js';
 import type { AttemptRecord, Bounds } from '../../agent/daemon/heartbeat/policy.js';
 import type { DaemonState } from '../../agent/daemon/snapshot.js';
+import type { Settings } from '../../agent/config/types.js';
 import type { Logger } from '../../agent/lib/logger.js';
 import type { FakeCloud, SeededDevice } from '../fake-cloud/index.js';
 import { settingsIn } from '../support/auth-fixtures.js';
@@ -52,7 +53,7 @@ export class SimDevice {
   /** Virtual ms spent in each state while a process ran. */
   readonly timeIn = new Map<string, number>();
   runningMs = 0;
-  private readonly settings;
+  private readonly settings: Settings;
 
   constructor(
     readonly index: number,
@@ -62,18 +63,22 @@ export class SimDevice {
     uptimeMs: number,
   ) {
     this.machine = { bootAt: -Math.round(uptimeMs), wallErrorMs: 0 };
-    mkdirSync(dir, { recursive: true });
     this.settings = settingsIn(dir, { apiUrl: 'http://fake-cloud.invalid', firmwareVersion: ctx.firmwareVersion });
+  }
+
+  /** The unit as paired: its token file, with the tokens the fake seeded for it. */
+  provision(): void {
+    const { ctx } = this;
     const lifetime = ctx.tokenLifetimeSeconds;
-    const obtained = new Date(ctx.wallStart);
+    mkdirSync(this.settings.stateDir, { recursive: true });
     writeFileSync(
       this.settings.tokenFile,
       JSON.stringify({
-        access_token: seededDevice.accessToken,
-        refresh_token: seededDevice.refreshToken,
+        access_token: this.seededDevice.accessToken,
+        refresh_token: this.seededDevice.refreshToken,
         token_type: 'bearer',
         expires_in: lifetime,
-        obtained_at: obtained.toISOString(),
+        obtained_at: new Date(ctx.wallStart).toISOString(),
         expires_at: new Date(ctx.wallStart + lifetime * 1000).toISOString(),
         clock: 'service',
       }),

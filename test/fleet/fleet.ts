@@ -75,6 +75,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetRun> {
   const root = scratchRoot();
   try {
     const devices = cloud.devices.map((d, i) => new SimDevice(i, d, ctx, path.join(root, String(i)), plan.uptimes[i] as number));
+    for (const d of devices) d.provision();
     play(vc, cloud, devices, plan);
     const timersFired = await vc.runUntil(durationMs, settle);
     for (const d of devices) d.kill();
