@@ -3,7 +3,7 @@
 // measured in the same run on the same machine (the machine is noisy and
 // absolute figures do not travel from a laptop to a Pi; ratios do).
 //
-//   npm run bench            (builds first; about 8 minutes)
+//   npm run bench            (builds first; about 8 minutes on 2 cores)
 //   node scripts/bench.mjs [--only idle,start,bundle,state,upload,fleet] [--quick]
 //
 // --only runs a subset (rss and cpu are names for idle); --quick shortens
@@ -39,7 +39,7 @@ const PARTS = {
   idle: { ids: ['rss10', 'rss24', 'growth', 'cpu'], about: `idle RSS and CPU (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => idle(quick ? { hours: 4, settleS: 10 } : {}) },
   state: { ids: ['state'], about: 'state-dir writes per heartbeat', run: () => stateDirWrites() },
   upload: { ids: ['upload'], about: `RSS while uploading (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => uploadRss({ quick }) },
-  fleet: { ids: ['herd'], about: `fleet simulation (${quick ? 'seconds' : 'up to 12 min'})`, run: () => fleetHerd(quick ? { fleet: 200, hours: 6 } : {}) },
+  fleet: { ids: ['herd'], about: `fleet simulation (${quick ? 'seconds' : 'a few minutes'})`, run: () => fleetHerd(quick ? { fleet: 200, hours: 6 } : {}) },
 };
 // Table order, and what a row says when its part failed.
 const LABELS = {
@@ -48,7 +48,6 @@ const LABELS = {
   upload: 'RSS while uploading a 2 GiB sparse file', herd: 'thundering herd after a mass restart',
 };
 const ORDER = Object.keys(LABELS);
-const SIDE_BY_SIDE = ['upload', 'fleet'];
 
 function header() {
   const git = (...args) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
@@ -78,26 +77,20 @@ async function main() {
   const head = header();
   const rows = new Map();
   const notes = [];
-  const notesOf = new Map();
-  const runPart = async (name, { alone }) => {
+  // One part at a time: even figures that are not timings (an RSS peak)
+  // move when GC threads compete with another part for the two cores.
+  for (const name of only) {
     const part = PARTS[name];
     process.stderr.write(`bench: ${part.about}...\n`);
     try {
       const r = await part.run();
       r.rows.forEach((x, i) => rows.set(part.ids[i], x));
-      notesOf.set(name, r.notes);
+      notes.push(...r.notes);
     } catch (err) {
-      // A part running alone may leave children behind; side by side, each part's tool is its own child and ends with it.
-      if (alone) killAll();
+      killAll(); // what the failed part left running
       for (const id of part.ids) rows.set(id, missingRow(LABELS[id], '', `failed: ${String(err.message ?? err).split('\n')[0].slice(0, 160)}`));
     }
-  };
-  // Every timed part runs alone. Upload RSS (memory) and the fleet (simulated
-  // time) judge no timing, so they run side by side at the end: the fleet
-  // simulation is the longest part by far.
-  for (const name of only.filter((n) => !SIDE_BY_SIDE.includes(n))) await runPart(name, { alone: true });
-  await Promise.all(only.filter((n) => SIDE_BY_SIDE.includes(n)).map((n) => runPart(n, { alone: false })));
-  for (const name of only) notes.push(...(notesOf.get(name) ?? []));
+  }
   const table = ORDER.filter((id) => rows.has(id)).map((id) => rows.get(id));
   console.log(head.lines.join('\n'));
   console.log('');
