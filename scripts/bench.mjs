@@ -71,7 +71,7 @@ async function main() {
   try {
     only = parseOnly(values.only?.replace(/\b(rss|cpu)\b/g, 'idle'), Object.keys(PARTS));
   } catch (err) {
-    console.error(`bench: ${err.message}`);
+    console.error(`bench: ${err.message} (rss and cpu mean idle)`);
     process.exit(64);
   }
   const head = header();
