@@ -53,7 +53,7 @@ function createdAssetOf(t: Transport, res: RawResponse): CreatedAsset {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw bad(res, 'answer is not a JSON object');
   const rec = body as Rec;
   const urls = rec.upload_urls;
-  if (Array.isArray(urls)) for (const u of urls) if (typeof u === 'string') registerSecret(u);
+  if (Array.isArray(urls)) for (const u of urls) if (typeof u === 'string') registerSecret(u, { rotating: 'upload-urls' });
   if (typeof rec.id !== 'string' || rec.id === '') throw bad(res, "field 'id' is not a non-empty string");
   if (!Array.isArray(urls) || urls.length === 0) throw bad(res, "field 'upload_urls' is not a non-empty array");
   // Messages name the index, never the value: a URL shorter than the

@@ -100,7 +100,7 @@ function json2xx(t: Transport, res: RawResponse): Rec {
 function grantOf(t: Transport, res: RawResponse): TokenGrant {
   const rec = json2xx(t, res);
   // Registered before validation: a half-valid answer must not leak either.
-  for (const k of ['access_token', 'refresh_token']) if (typeof rec[k] === 'string') registerSecret(rec[k] as string);
+  for (const k of ['access_token', 'refresh_token']) if (typeof rec[k] === 'string') registerSecret(rec[k] as string, { rotating: 'tokens' });
   const grant: TokenGrant = {
     accessToken: field(res, rec, 'access_token', 'string') as string,
     expiresInSeconds: field(res, rec, 'expires_in', 'number') as number,

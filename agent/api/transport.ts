@@ -154,7 +154,7 @@ export function createTransport(options: TransportOptions): Transport {
     if (spec.auth !== false) {
       const token = tokenOf();
       if (!token) throw new AgentError('unauthorized', `${what}: no access token; run \`c2c-agent pair\``, { source: what });
-      registerSecret(token);
+      registerSecret(token, { rotating: 'tokens' });
       headers.authorization = `Bearer ${token}`;
     }
     const limitMs = Math.min(spec.timeoutMs ?? timeoutMs, timeoutMs);

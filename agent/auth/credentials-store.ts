@@ -64,8 +64,8 @@ function ownerFor(dir: string): { uid: number; gid: number } | undefined {
 
 /** Stores a new pair durably (0600). Resolves only once it would survive a power cut. */
 export async function saveCredentials(file: string, content: CredentialsFile): Promise<void> {
-  registerSecret(content.access_token);
-  registerSecret(content.refresh_token);
+  registerSecret(content.access_token, { rotating: 'tokens' });
+  registerSecret(content.refresh_token, { rotating: 'tokens' });
   const owner = ownerFor(path.dirname(file));
   await writeFileAtomic(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600, durable: true, ...(owner && { owner }) });
 }

@@ -61,7 +61,7 @@ export function parseCredentialsFile(text: string, file: string): Credentials | 
   }
   const rec = parsed as Record<string, unknown>;
   // Register before validating the rest, so even a half-broken file's tokens never leak.
-  for (const key of ['access_token', 'refresh_token']) if (typeof rec[key] === 'string') registerSecret(rec[key] as string);
+  for (const key of ['access_token', 'refresh_token']) if (typeof rec[key] === 'string') registerSecret(rec[key] as string, { rotating: 'tokens' });
   const accessToken = optionalString(rec, 'access_token', file);
   const refreshToken = optionalString(rec, 'refresh_token', file);
   const expiresAt = optionalString(rec, 'expires_at', file);

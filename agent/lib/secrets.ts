@@ -2,19 +2,54 @@
 // out of any text the agent writes (logs, stderr, --json). Field-name
 // redaction in the logger catches structured secrets; this catches the ones
 // that end up inside messages (an error echoing a URL, a server body...).
-const known = new Set<string>();
+const lasting = new Set<string>();
+// Tokens rotate (each refresh brings a new pair) and every upload brings its
+// presigned URLs, for as long as the unit runs. Kept without a bound they were
+// a slow leak (thousands of strings a year, more with many clips) that every
+// scrub() also walked. Only the newest can still be in use; an old one is dead.
+export const ROTATING_KEPT = {
+  /** The pairs of the last 16 refreshes. */
+  tokens: 32,
+  /** Every part URL of a few large files (a 2 GiB file in 5 MiB parts has about 400). */
+  'upload-urls': 2048,
+} as const;
+export type RotatingGroup = keyof typeof ROTATING_KEPT;
+const rotating = new Map<RotatingGroup, Set<string>>();
 const MIN_SECRET_LENGTH = 6;
 
 export const REDACTED = '[redacted]';
 
-export function registerSecret(value: string | undefined | null): void {
-  if (typeof value === 'string' && value.length >= MIN_SECRET_LENGTH) known.add(value);
+/**
+ * `rotating`: a value that newer ones replace (access and refresh tokens,
+ * presigned upload URLs); the registry keeps the newest of each group
+ * (ROTATING_KEPT). Everything else (client secret, C2C_TOKEN, a password in
+ * the API URL, a device code) is kept for the life of the process.
+ */
+export function registerSecret(value: string | undefined | null, opts: { rotating?: RotatingGroup } = {}): void {
+  if (typeof value !== 'string' || value.length < MIN_SECRET_LENGTH) return;
+  if (opts.rotating === undefined) {
+    lasting.add(value);
+    return;
+  }
+  let group = rotating.get(opts.rotating);
+  if (group === undefined) rotating.set(opts.rotating, (group = new Set()));
+  // Re-registering moves a value to the newest end.
+  group.delete(value);
+  group.add(value);
+  while (group.size > ROTATING_KEPT[opts.rotating]) group.delete(group.values().next().value as string);
+}
+
+/** How many values scrub() looks for (tests: the registry stays bounded). */
+export function registeredSecretCount(): number {
+  return [...rotating.values()].reduce((n, g) => n + g.size, lasting.size);
 }
 
 export function scrub(text: string): string {
   let out = text;
-  for (const secret of known) {
-    if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  for (const set of [lasting, ...rotating.values()]) {
+    for (const secret of set) {
+      if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+    }
   }
   return out;
 }
