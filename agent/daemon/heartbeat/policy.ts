@@ -70,10 +70,12 @@ export function earliestNext(lastEnd: number): number {
  * with its fleet. A power cut reboots every camera on the site within a
  * minute or so, and every one of them finds its tmpfs record gone: if all
  * heartbeated 62 s after boot, the service would meet them within the same
- * minute (a thundering herd). Past this, no record means a first start or a
- * wiped runtime dir on a machine long up, and nothing is gained by waiting.
+ * minute (a thundering herd). A Pi starts the agent well inside two minutes
+ * of boot. Past this, no record means a first start or a wiped runtime dir on
+ * a machine already up, which is not part of a herd: a first heartbeat held
+ * back then would only delay an installer or a freshly booted test machine.
  */
-export const RECENT_BOOT_MS = 10 * 60_000;
+export const RECENT_BOOT_MS = 2 * 60_000;
 
 /**
  * When a process's first heartbeat may go. With a record, or long after boot:
