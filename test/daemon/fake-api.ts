@@ -6,6 +6,8 @@
 import type { FakeClock } from '../support/fake-clock.js';
 import { AgentError, type RateLimitInfo } from '../../agent/lib/errors.js';
 import type { ApiResult, Device, DeviceApi, ResponseMeta } from '../../agent/api/types.js';
+import { seeded } from '../support/seeded.js';
+export { seeded };
 
 export type Call = 'getDevice' | 'heartbeat' | 'health';
 
@@ -159,14 +161,3 @@ export class FakeApi implements DeviceApi {
   }
 }
 
-/** A small seeded PRNG (mulberry32), so a failing property run replays exactly. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}

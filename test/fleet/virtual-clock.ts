@@ -6,6 +6,8 @@
 // time is CLOCK_MONOTONIC, 0 at boot), its own wall clock (which NTP may
 // step), and its timers die with the process.
 import type { Clock, Timer } from '../../agent/lib/clock.js';
+import { seeded } from '../support/seeded.js';
+export { seeded };
 
 interface Entry {
   at: number;
@@ -170,17 +172,6 @@ export async function settle(): Promise<void> {
   while (process.getActiveResourcesInfo().some((r) => FILE_IO.test(r)));
 }
 
-/** A small seeded PRNG (mulberry32): the same seed, the same run. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A seed derived from a base seed and labels, so each unit and process draws its own stream. */
 export function derive(seed: number, ...labels: number[]): number {

@@ -10,6 +10,8 @@
 // Directories are durable as soon as they are made (the state dir exists).
 import path from 'node:path';
 import type { OutboxFs } from '../../agent/outbox/types.js';
+import { seeded } from '../support/seeded.js';
+export { seeded };
 
 interface Inode {
   data: Uint8Array;
@@ -178,14 +180,3 @@ export class SimFs {
   }
 }
 
-/** A small seeded generator (mulberry32), so a failing run replays exactly. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
