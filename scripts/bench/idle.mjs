@@ -23,7 +23,8 @@
 //   heartbeat work per real hour, but its fixed idle cost (timers, GC) is
 //   paid per REAL second and is divided by N. So two agents run at once:
 //   one at scale N (heartbeat work, a window of many heartbeats) and one at
-//   scale 1 (idle cost between heartbeats, after its first heartbeat). The
+//   scale 1 (idle cost between heartbeats; a heartbeat of its own in the
+//   window is priced at the per-heartbeat cost both share and taken out). The
 //   estimate for a real camera is idle(scale 1) per real hour + per-heartbeat
 //   work x heartbeats per hour (+ the watchdog's pings). The bare process's
 //   CPU per real hour over the same window is the baseline (a real hour IS an
@@ -85,7 +86,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const t0 = Date.now();
   const hb0 = (await referee(fast)).heartbeats;
   let before;
-  const snapshot = async () => ({ fast: cpuWithChildren(aFast.pid), slow: cpuSeconds(aSlow.pid), sd: cpuWithChildren(aSd.pid), pings: nSd.counts.watchdog, bare: cpuSeconds(bare.pid), fastRef: await referee(fast), slowRef: await referee(slow), at: process.hrtime.bigint() });
+  const snapshot = async () => ({ fast: cpuWithChildren(aFast.pid), slow: cpuSeconds(aSlow.pid), sd: cpuWithChildren(aSd.pid), pings: nSd.counts.watchdog, bare: cpuSeconds(bare.pid), fastRef: await referee(fast), slowRef: await referee(slow), sdRef: await referee(slow, 1), at: process.hrtime.bigint() });
   for (let i = 0; Date.now() - t0 < windowMs; i++) {
     samples.agent.push(rssKiB(aFast.pid) / 1024);
     samples.bare.push(rssKiB(bare.pid) / 1024);
@@ -104,13 +105,20 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const hb = after.fastRef.heartbeats - before.fastRef.heartbeats;
   const agentHours = (realS * scale) / 3600;
   const fastCpu = after.fast - before.fast;
-  const idleRate = (after.slow - before.slow) / realS; // CPU s per real s, between heartbeats
-  const perHeartbeat = hb > 0 ? Math.max(0, fastCpu - idleRate * realS) / hb : NaN;
+  // Both agents pay the idle rate per real second and the same CPU per
+  // heartbeat; the scale-1 agent may still send one in the window (the
+  // spacing after start-up), so the two unknowns come from the two agents:
+  //   fast = idle x realS + perHeartbeat x hb,  slow = idle x realS + perHeartbeat x slowHb
+  const slowCpu = after.slow - before.slow;
+  const slowHb = after.slowRef.heartbeats - before.slowRef.heartbeats;
+  const perHeartbeat = hb > slowHb ? Math.max(0, fastCpu - slowCpu) / (hb - slowHb) : NaN;
+  const idleRate = Math.max(0, slowCpu - (slowHb > 0 ? perHeartbeat * slowHb : 0)) / realS; // CPU s per real s, between heartbeats
   const hbPerHour = hb / agentHours;
   const estimate = idleRate * 3600 + perHeartbeat * hbPerHour;
   const barePerHour = ((after.bare - before.bare) / realS) * 3600;
   const pings = after.pings - before.pings;
-  const perPing = pings > 0 ? Math.max(0, after.sd - before.sd - idleRate * realS) / pings : NaN;
+  const sdHb = after.sdRef.heartbeats - before.sdRef.heartbeats;
+  const perPing = pings > 0 ? Math.max(0, after.sd - before.sd - idleRate * realS - (sdHb > 0 ? perHeartbeat * sdHb : 0)) / pings : NaN;
   const underSystemd = estimate + perPing * (3600 / (WATCHDOG_SEC / 2));
 
   const end = { agent: lastThird(samples.agent), bare: lastThird(samples.bare) };
@@ -134,7 +142,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
     `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
     `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
     `CPU: window ${fmt(realS, 1)} s real from ${settleS} s after launch = ${fmt(agentHours, 2)} agent hours at scale ${scale}: ${hb} heartbeats (${fmt(hbPerHour, 1)}/agent hour), ` +
-      `${fmt(perHeartbeat * 1000, 1)} ms CPU each; idle at scale 1 ${fmt(idleRate * 3600, 3)} s per hour (${after.slowRef.heartbeats - before.slowRef.heartbeats} heartbeats in the window; 0 = a true idle figure); ` +
+      `${fmt(perHeartbeat * 1000, 1)} ms CPU each; idle at scale 1 ${fmt(idleRate * 3600, 3)} s per hour (its ${slowHb} heartbeat(s) in the window priced at the scale-${scale} agent's cost and taken out); ` +
       `without the watchdog ${fmt(estimate, 3)} s; one WATCHDOG=1 ping every ${WATCHDOG_SEC / 2} s costs ${fmt(perPing * 1000, 1)} ms with its systemd-notify child (${pings} pings, tick ${1000 / HZ} ms); ` +
       `at scale ${scale} itself ${fmt(fastCpu / agentHours, 3)} s per agent hour; referee: tooSoon ${after.fastRef.tooSoon}, tooLate ${after.fastRef.tooLate}, missingVersion ${after.fastRef.missingVersion}.`,
   ];
