@@ -3,7 +3,7 @@
 // measured in the same run on the same machine (the machine is noisy and
 // absolute figures do not travel from a laptop to a Pi; ratios do).
 //
-//   npm run bench            (builds first; about 8 minutes on 2 cores)
+//   npm run bench            (builds first; about 6 minutes on 2 cores)
 //   node scripts/bench.mjs [--only idle,start,bundle,state,upload,fleet] [--quick]
 //
 // --only runs a subset (rss and cpu are names for idle); --quick shortens
