@@ -85,25 +85,12 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
   return child;
 }
 
-// A stand-in for PID 1's notify socket (Node has no unix datagram sockets):
-// counts datagrams, and closes systemd-notify's barrier fd as PID 1 does.
-const LISTENER_PY = `
-import socket, sys, os, array
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-print("listening", flush=True)
-while True:
-    msg, anc, _, _ = s.recvmsg(65536, socket.CMSG_SPACE(64))
-    for level, typ, data in anc:
-        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-            fds = array.array('i'); fds.frombytes(data[:len(data) - len(data) % 4])
-            for fd in fds: os.close(fd)
-    print(msg.decode().replace("\\n", " "), flush=True)
-`;
+// A stand-in for PID 1's notify socket (scripts/lib/notify-listener.py): counts datagrams.
+const LISTENER_PY = path.join(root, 'scripts/lib/notify-listener.py');
 
 export async function notifySocket(name) {
   const sock = path.join(tmp, `${name}.sock`);
-  const child = spawn('python3', ['-c', LISTENER_PY, sock], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('python3', [LISTENER_PY, sock], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const counts = { watchdog: 0, status: 0 };
   const lines = createInterface({ input: child.stdout });

@@ -78,14 +78,5 @@ function firstSentence(message) {
   return message.split(/\.\s/)[0].replace(/\.$/, '').replace(/^Unknown/, 'unknown');
 }
 
-/** A small, fast, seeded PRNG (mulberry32): the same seed gives the same story. */
-export function seededRandom(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The story's seeded PRNG: the same seed gives the same story. */
+export { seeded as seededRandom } from '../lib/seeded-random.mjs';

@@ -1,12 +1,3 @@
-// A small seeded PRNG (mulberry32): the same seed gives the same run, so a
-// failing property test, a fleet or a simulated disk replays exactly.
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The seeded PRNG tests use; its one home is scripts/lib/seeded-random.mjs,
+// shared with the simulator.
+export { seeded } from '../../scripts/lib/seeded-random.mjs';
