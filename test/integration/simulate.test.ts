@@ -81,6 +81,7 @@ describe('npm run simulate', () => {
       root = mkdtempSync(join(tmpdir(), 'c2c-sim-fleet-'));
       cpSync(join(ROOT, 'scripts/simulate.mjs'), join(root, 'scripts/simulate.mjs'));
       cpSync(join(ROOT, 'scripts/sim'), join(root, 'scripts/sim'), { recursive: true });
+      cpSync(join(ROOT, 'scripts/lib'), join(root, 'scripts/lib'), { recursive: true });
     });
     afterAll(() => rmSync(root, { recursive: true, force: true }));
 
