@@ -11,9 +11,9 @@
 // reads the hardware when it runs, so one is enough) and writes nothing more:
 // few kills here can land in an outbox write. channels-crash-online.test.ts
 // aims its kills at outbox writes and channel calls with the service answering.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { describe, expect, it } from '@jest/globals';
+import { waitFor } from './agent-process.js';
+import { useCrashSuite } from './crash-suite.js';
 import { sleepReal } from './refresh-harness.js';
 import { KEYS, channelCalls, indexesAtService, makeRig, plug, serviceChannels, startChannelAgent, unplug, type ChannelKey } from './channels-harness.js';
 import { QueueTracker, convergeAndAudit, hardwareChaos, queueShape } from './channels-crash-tracker.js';
@@ -23,22 +23,13 @@ const KILLS = 200;
 const BUDGET_MS = 200_000;
 const FINAL: ChannelKey[] = ['audio', 'timecode'];
 
-let cloud: FakeCloud | undefined;
-let dirs: AgentDirs | undefined;
-
-beforeAll(ensureBuilt, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-});
+const suite = useCrashSuite();
 
 describe('channels through SIGKILLs while the service refuses connections', () => {
   it(`converges to one channel per plugged device, losing no acknowledged sync, through ${KILLS}+ kills`, async () => {
     const t0 = Date.now();
-    cloud = await startFakeCloud({ timeScale: SCALE });
-    dirs = makeDirs();
+    const cloud = await suite.cloud({ timeScale: SCALE });
+    const dirs = suite.dirs();
     const rig = makeRig(cloud, dirs, SCALE);
     const tracker = new QueueTracker(dirs);
     const stats = { early: 0, mid: 0, aimed: 0, aimedHit: 0, toggles: 0 };

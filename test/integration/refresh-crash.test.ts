@@ -3,11 +3,11 @@
 // and a pair the service still honours, except in the one documented case
 // (the refresh was answered but the new pair never reached the file: a lost
 // answer), where the restarted daemon must say it needs pairing.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { waitFor } from './agent-process.js';
+import { useCrashSuite } from './crash-suite.js';
 import {
   TOKEN_PATH,
   credentialTemps,
@@ -28,23 +28,13 @@ const LIFETIME_S = 120;
 const REFRESHES = 100;
 const BUDGET_MS = 240_000;
 
-let cloud: FakeCloud | undefined;
-let dirs: AgentDirs | undefined;
-
-beforeAll(ensureBuilt, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-});
+const suite = useCrashSuite();
 
 describe('kill -9 during refreshes', () => {
   it(`never tears or loses the credentials, through ${REFRESHES}+ refreshes`, async () => {
     const t0 = Date.now();
-    cloud = await startFakeCloud({ timeScale: SCALE, tokenLifetimeSeconds: LIFETIME_S });
-    const c = cloud;
-    const d = (dirs = makeDirs());
+    const c = await suite.cloud({ timeScale: SCALE, tokenLifetimeSeconds: LIFETIME_S });
+    const d = suite.dirs();
     const device = c.devices[0]!;
     const secretFile = writeClientSecret(d, c.clientSecret);
     writeCredentials(d, device, LIFETIME_S);

@@ -7,33 +7,23 @@
 // secret, and any string with the fake's secret prefixes (fca_ access, fcr_
 // refresh, fcs_ client secret, fcd_ device code: secret() in
 // test/fake-cloud/state.ts), which catches tokens the test never saw.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, status, waitFor, type AgentDirs } from './agent-process.js';
+import { status, waitFor } from './agent-process.js';
+import { useCrashSuite } from './crash-suite.js';
 import { HEARTBEAT_PATH, TOKEN_PATH, credentialsFile, reachState, startRefreshingAgent, writeClientSecret, writeCredentials } from './refresh-harness.js';
 
 const SCALE = 300;
 const LIFETIME_S = 120;
 const SECRET_PREFIX = /fc[arsd]_[A-Za-z0-9_-]*/;
 
-let cloud: FakeCloud | undefined;
-let dirs: AgentDirs | undefined;
-
-beforeAll(ensureBuilt, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  if (dirs) removeDirs(dirs);
-});
+const suite = useCrashSuite();
 
 describe('refresh paths at --log-level trace', () => {
   it('print no token and no client secret, anywhere', async () => {
-    cloud = await startFakeCloud({ timeScale: SCALE, tokenLifetimeSeconds: LIFETIME_S });
-    const c = cloud;
-    const d = (dirs = makeDirs());
+    const c = await suite.cloud({ timeScale: SCALE, tokenLifetimeSeconds: LIFETIME_S });
+    const d = suite.dirs();
     const device = c.devices[0]!;
     const secretFile = writeClientSecret(d, c.clientSecret);
     writeCredentials(d, device, LIFETIME_S);
