@@ -1,4 +1,4 @@
-// What the long crash suites share: the bundle built before them, every agent
+// What the long suites (crashes, refresh rotation) share: the bundle built before them, every agent
 // killed after each test, and the one fake cloud and unit dirs a test makes
 // closed and removed after the suite.
 import { afterAll, afterEach, beforeAll } from '@jest/globals';

@@ -1,31 +1,20 @@
 // Token refresh end to end: the built bundle as a daemon against the fake
 // cloud, at a high --time-scale. A week of rotation with no gap in
 // authorization, a revoke by the person, and a refresh whose answer was lost.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, waitFor, type AgentDirs } from './agent-process.js';
+import { describe, expect, it } from '@jest/globals';
+import { waitFor } from './agent-process.js';
+import { useCrashSuite } from './crash-suite.js';
 import { HEARTBEAT_PATH, TOKEN_PATH, entriesOf, journalQuiet, readCredentials, reachState, startRefreshingAgent, writeClientSecret, writeCredentials } from './refresh-harness.js';
 
 const HOUR = 3_600_000;
 const WEEK = 7 * 24 * HOUR;
 
-const clouds: FakeCloud[] = [];
-const allDirs: AgentDirs[] = [];
-
-beforeAll(ensureBuilt, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  for (const c of clouds) await c.close();
-  for (const d of allDirs) removeDirs(d);
-});
+const suite = useCrashSuite();
 
 /** A fresh fake (its clock starts now, so the seeded pair is new) and a daemon on its first device. */
 async function setup(timeScale: number, tokenLifetimeSeconds: number, env: Record<string, string> = {}) {
-  const cloud = await startFakeCloud({ timeScale, tokenLifetimeSeconds });
-  clouds.push(cloud);
-  const dirs = makeDirs();
-  allDirs.push(dirs);
+  const cloud = await suite.cloud({ timeScale, tokenLifetimeSeconds });
+  const dirs = suite.dirs();
   const device = cloud.devices[0]!;
   const secretFile = writeClientSecret(dirs, cloud.clientSecret);
   writeCredentials(dirs, device, tokenLifetimeSeconds);
