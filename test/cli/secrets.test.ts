@@ -80,10 +80,18 @@ interface CommandRow {
   kill9?: boolean;
 }
 
-/** Every file in the runtime dir, name to content. */
+/** Every file in the runtime dir, name to content; a temp file renamed between the listing and the read is skipped. */
 function runtimeFiles(dir: string): Record<string, string> {
   if (!existsSync(dir)) return {};
-  return Object.fromEntries(readdirSync(dir).map((name) => [name, readFileSync(path.join(dir, name), 'utf8')]));
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir)) {
+    try {
+      out[name] = readFileSync(path.join(dir, name), 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+  }
+  return out;
 }
 
 /** Resolves once the fake has seen `count` more requests, or after `ms` real ms. */
