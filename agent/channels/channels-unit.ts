@@ -19,7 +19,7 @@ export interface ChannelsUnitDeps {
   specs: ChannelSpec[];
   detector: { start(): void; stop(): void };
   map: { load(): Promise<ChannelMap> };
-  outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
+  outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[]; unsettled(kind: string): number };
   /** Items running right now (a pending sync that is not running will read the new state itself). */
   inFlight: () => string[];
   logger?: Logger;
@@ -81,7 +81,7 @@ export class ChannelsUnit implements DaemonUnit {
 
   report(): Record<string, unknown> {
     if (this.d.specs.length === 0) return {};
-    return { channels: { detected: [...this.detected].sort(), known: this.known ?? null, pendingSyncs: this.d.outbox.pending(CHANNEL_SYNC_KIND).length } };
+    return { channels: { detected: [...this.detected].sort(), known: this.known ?? null, pendingSyncs: this.d.outbox.unsettled(CHANNEL_SYNC_KIND) } };
   }
 
   requestSync(why: string): void {

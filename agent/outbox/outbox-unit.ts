@@ -62,6 +62,10 @@ export class OutboxUnit implements DaemonUnit {
     return this.opened === undefined ? [] : safe(() => this.outbox.pending(kind), []);
   }
 
+  unsettled(kind: string): number {
+    return this.opened === undefined ? 0 : safe(() => this.outbox.unsettled(kind), 0);
+  }
+
   inFlight(): string[] {
     return this.dispatcher.view().inFlight;
   }

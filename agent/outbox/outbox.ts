@@ -168,6 +168,20 @@ export class Outbox {
       .map((e) => copyItem(e.item));
   }
 
+  /**
+   * Items of `kind` not yet ended on flash: the pending ones, and ended ones
+   * whose end record still waits for the group commit. What status reports,
+   * so it never shows less than a reader of the disk (`queue`, `channels`) or
+   * a restart after a power cut would find.
+   */
+  unsettled(kind: string): number {
+    let n = 0;
+    for (const e of this.live(true).ledger.entries.values()) {
+      if (e.item.kind === kind && (e.item.state === 'pending' || (e.dur.put !== undefined && !e.dur.ended))) n++;
+    }
+    return n;
+  }
+
   /** Every item still on disk, oldest first: pending ones, and ended ones until their segment is deleted. */
   items(): OutboxItem[] {
     return [...this.live(true).ledger.entries.values()].map((e) => copyItem(e.item));

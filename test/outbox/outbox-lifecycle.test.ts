@@ -35,6 +35,29 @@ describe('outbox lifecycle', () => {
     expect(h.sim.calls.fsync).toBe(3);
   });
 
+  it('unsettled() counts an item until its end is on flash, as a reader of the disk sees it', async () => {
+    const h = new Harness();
+    const ob = await h.open();
+    const put = ob.put('channel-sync', payload(1));
+    // Queued but not yet written: pending already, for the daemon and for status.
+    expect([ob.pending('channel-sync').length, ob.unsettled('channel-sync')]).toEqual([1, 1]);
+    await h.window();
+    const item = await put;
+    const done = ob.done(item.id);
+    // Ended in memory; the end record waits for the window, so a power cut now would replay the item.
+    expect([ob.pending('channel-sync').length, ob.unsettled('channel-sync'), ob.unsettled('other')]).toEqual([0, 1, 0]);
+    await h.window();
+    await done;
+    expect(ob.unsettled('channel-sync')).toBe(0);
+    // An item dropped as it was put never reached the disk as pending.
+    const tiny = new Harness({ capBytes: 100 });
+    const small = await tiny.open();
+    const dropped = small.put('channel-sync', payload(2, 400));
+    await tiny.window();
+    expect((await dropped).state).toBe('dropped');
+    expect(small.unsettled('channel-sync')).toBe(0);
+  });
+
   it('a newer put in a group supersedes the older pending one in the same window, durably', async () => {
     const h = new Harness();
     const ob = await h.open();
