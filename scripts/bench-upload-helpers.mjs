@@ -222,6 +222,17 @@ export class JournalWatch {
 
 export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+/**
+ * The node flags the systemd unit runs the agent with (its NODE_OPTIONS
+ * line), so the bench measures the agent as a camera runs it.
+ */
+export function unitNodeOptions(root) {
+  const unit = readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8');
+  const m = /^Environment="NODE_OPTIONS=([^"]*)"$/m.exec(unit);
+  if (!m) throw new Error('systemd/c2c-agent.service sets no NODE_OPTIONS: the bench cannot run the agent as installed');
+  return m[1].trim();
+}
+
 export function freeBytes(dir) {
   const s = statfsSync(dir);
   return s.bavail * s.bsize;

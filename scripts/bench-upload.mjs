@@ -7,7 +7,8 @@
 //   npm run bench:upload     (builds first)
 //   node scripts/bench-upload.mjs [--size 512M] [--sparse-size 2G] [--part-size 5M]
 //        [--rounds 3] [--budget 90] [--settle 10] [--timeout 300] [--camera-mbps 20]
-//        [--skip-throughput] [--skip-memory] [--skip-loopback-memory] [--node-options '--max-semi-space-size=1']
+//        [--skip-throughput] [--skip-memory] [--skip-loopback-memory] [--skip-bare]
+//        [--node-options '--max-semi-space-size=1' (default: the systemd unit's NODE_OPTIONS)]
 //        [--bundle FILE (default dist/c2c-agent.mjs)] [--json]
 //
 // Bounded: at most --rounds throughput rounds, and no round is started that
@@ -41,7 +42,9 @@
 //   VmRSS of the agent process alone (the fake is in this one) sampled every
 //   100 ms. Twice: at loopback speed, and through a proxy that lets the
 //   agent send --camera-mbps MB/s (a camera's uplink; answers unthrottled).
-//   --node-options puts flags on the agents' node command line, to compare.
+//   The agents run with the node flags of the systemd unit (as a camera runs
+//   them) unless --node-options says otherwise; the memory runs are repeated
+//   with bare node (no flags) for comparison, unless --skip-bare.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -49,7 +52,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { HZ, MiB, JournalWatch, cutPart, freeBytes, loadFakeCloud, median, parseSize, startAgent, writeDataFile } from './bench-upload-helpers.mjs';
+import { HZ, MiB, JournalWatch, cutPart, freeBytes, loadFakeCloud, median, parseSize, startAgent, unitNodeOptions, writeDataFile } from './bench-upload-helpers.mjs';
 import { agentUpload, memoryRun, startThrottle } from './bench-upload-memory.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -66,7 +69,8 @@ const { values } = parseArgs({
     'skip-throughput': { type: 'boolean', default: false },
     'skip-memory': { type: 'boolean', default: false },
     'skip-loopback-memory': { type: 'boolean', default: false },
-    'node-options': { type: 'string', default: '' },
+    'node-options': { type: 'string' },
+    'skip-bare': { type: 'boolean', default: false },
     bundle: { type: 'string' },
     json: { type: 'boolean', default: false },
   },
@@ -81,6 +85,7 @@ const TIMEOUT_MS = Math.max(1, Number(values.timeout) || 300) * 1000;
 const CAMERA_MBPS = Number(values['camera-mbps']);
 if (!(CAMERA_MBPS > 0)) throw new Error(`--camera-mbps: not a rate in MB/s: ${JSON.stringify(values['camera-mbps'])}`);
 const TYPE = 'video/mp4';
+const NODE_OPTIONS = values['node-options'] ?? unitNodeOptions(root);
 
 const bundle = values.bundle === undefined ? path.join(root, 'dist/c2c-agent.mjs') : path.resolve(values.bundle);
 if (!existsSync(bundle)) execFileSync(process.execPath, [path.join(root, 'scripts/build.mjs'), '--quiet'], { stdio: 'inherit' });
@@ -168,7 +173,7 @@ async function throughput(cloud, watch) {
   const src = path.join(staging, 'source.mp4');
   writeDataFile(src, SIZE, randomBytes(MiB));
   const device = cloud.devices[0];
-  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-throughput'), children, onEarlyExit: (m) => (fatal = m), nodeOptions: values['node-options'] });
+  const agent = startAgent({ bundle, cloud, device, dir: path.join(tmp, 'agent-throughput'), children, onEarlyExit: (m) => (fatal = m), nodeOptions: NODE_OPTIONS });
   const rounds = [];
   try {
     await watch.ready(device.id, 30_000);
@@ -205,14 +210,19 @@ async function memory(cloud, watch) {
   if (values['skip-memory']) return { skipped: 'memory: skipped (--skip-memory)' };
   const free = freeBytes(tmp);
   if (free < 256 * MiB) return { skipped: `memory: skipped, only ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()} (the sparse file takes none, the agents' queues and logs need a little)` };
-  const common = { bundle, cloud, watch, children, onEarlyExit: (m) => (fatal = m), failed: () => fatal, settleS: SETTLE_S, sparseBytes: SPARSE, nodeOptions: values['node-options'] };
-  const loopback = values['skip-loopback-memory'] ? undefined : await memoryRun({ ...common, device: cloud.devices[1], dir: path.join(tmp, 'agent-memory'), timeoutMs: TIMEOUT_MS });
+  const common = { bundle, cloud, watch, children, onEarlyExit: (m) => (fatal = m), failed: () => fatal, settleS: SETTLE_S, sparseBytes: SPARSE };
   const throttle = await startThrottle(cloud.url, CAMERA_MBPS * 1e6);
+  // Its own timeout: the file at the camera's rate, and then some.
+  const cameraTimeoutMs = TIMEOUT_MS + (SPARSE / (CAMERA_MBPS * 1e6)) * 1500;
+  const modes = [['', NODE_OPTIONS], ...(values['skip-bare'] || NODE_OPTIONS === '' ? [] : [['bare ', '']])];
+  const out = {};
   try {
-    // Its own timeout: the file at the camera's rate, and then some.
-    const timeoutMs = TIMEOUT_MS + (SPARSE / (CAMERA_MBPS * 1e6)) * 1500;
-    const camera = await memoryRun({ ...common, device: cloud.devices[2], dir: path.join(tmp, 'agent-camera'), apiUrl: throttle.url, timeoutMs });
-    return { loopback, camera };
+    for (const [prefix, nodeOptions] of modes) {
+      const run = (name, extra) => memoryRun({ ...common, nodeOptions, dir: path.join(tmp, `agent-${prefix.trim() || 'unit'}-${name}`), ...extra });
+      if (!values['skip-loopback-memory']) out[`${prefix}loopback`] = { nodeOptions, ...(await run('loopback', { device: cloud.devices[1], timeoutMs: TIMEOUT_MS })) };
+      out[`${prefix}camera`] = { nodeOptions, ...(await run('camera', { device: cloud.devices[2], apiUrl: throttle.url, timeoutMs: cameraTimeoutMs })) };
+    }
+    return out;
   } finally {
     await throttle.close();
   }
@@ -230,7 +240,7 @@ async function main() {
     await cloud.close();
   }
   if (values.json) {
-    console.log(JSON.stringify({ sizeBytes: SIZE, maxRounds: ROUNDS, clockTickMs: 1000 / HZ, cameraMBps: CAMERA_MBPS, nodeOptions: values['node-options'], throughput: tp, memory: mem }));
+    console.log(JSON.stringify({ sizeBytes: SIZE, maxRounds: ROUNDS, clockTickMs: 1000 / HZ, cameraMBps: CAMERA_MBPS, nodeOptions: NODE_OPTIONS, throughput: tp, memory: mem }));
     return;
   }
   const fmt = (x, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : 'n/a');
@@ -245,7 +255,8 @@ async function main() {
     console.log(line([`throughput, ${sz(SIZE)} file, MB/s (median of ${tp.rounds.length})`, fmt(tp.agentMBps), `${fmt(tp.curlMBps)} curl`, ratio(tp.agentMBps, tp.curlMBps)]));
     console.log(line([`CPU s per GB uploaded (median of ${tp.rounds.length})`, fmt(tp.agentCpuPerGB, 2), `${fmt(tp.curlCpuPerGB, 2)} curl`, ratio(tp.agentCpuPerGB, tp.curlCpuPerGB)]));
   }
-  const runs = mem.skipped ? [] : [['loopback', mem.loopback, 'on loopback'], ['camera', mem.camera, `via a ${fmt(CAMERA_MBPS, 0)} MB/s link`]].filter(([, m]) => m);
+  const how = (name) => `${name.startsWith('bare ') ? 'bare node, ' : ''}${name.endsWith('camera') ? `via a ${fmt(CAMERA_MBPS, 0)} MB/s link` : 'on loopback'}`;
+  const runs = mem.skipped ? [] : Object.entries(mem).map(([name, m]) => [name, m, how(name)]);
   if (mem.skipped) console.log(mem.skipped);
   for (const [, m, how] of runs) {
     console.log(line([`peak RSS, ${sz(SPARSE)} sparse ${how} (${fmt(m.MBps, 1)} MB/s), MiB`, fmt(m.peakRssMiB.total), `${fmt(m.idleRssMiB.total)} idle`, ratio(m.peakRssMiB.total, m.idleRssMiB.total)]));
@@ -253,7 +264,7 @@ async function main() {
   }
   console.log('');
   const notes = [];
-  if (values['node-options']) notes.push(`agents run with node ${values['node-options']}`);
+  notes.push(NODE_OPTIONS ? `agents run with node ${NODE_OPTIONS}${values['node-options'] === undefined ? ' (the systemd unit\'s NODE_OPTIONS)' : ''}, the bare node runs without` : 'agents run with bare node');
   if (!tp.skipped) {
     const each = (k) => tp.rounds.map((x) => `${fmt(SIZE / 1e6 / x[k].seconds, 0)} MB/s ${fmt(x[k].cpuS, 2)} s CPU`).join('; ');
     notes.push(
@@ -263,7 +274,7 @@ async function main() {
     );
   }
   if (runs.length > 0) {
-    notes.push(`sparse file: ${sz(SPARSE)} with ${mem.camera.allocatedBytes} bytes on disk, a fresh agent each run; RSS every 100 ms; idle = median of 10 samples after ${SETTLE_S} s settled`);
+    notes.push(`sparse file: ${sz(SPARSE)} with ${runs[0][1].allocatedBytes} bytes on disk, a fresh agent each run; RSS every 100 ms; idle = median of 10 samples after ${SETTLE_S} s settled`);
   }
   for (const [name, m] of runs) {
     notes.push(

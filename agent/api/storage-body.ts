@@ -1,5 +1,5 @@
-// The bodies a storage PUT can send. A file slice is read through two
-// buffers taken from a pool and reused: a stream from fs.createReadStream
+// The bodies a storage PUT can send. A file slice is read through a buffer
+// taken from a pool and reused: a stream from fs.createReadStream
 // allocates a fresh buffer for every read, which at hundreds of MB/s is
 // tens of MB of dead ArrayBuffers waiting for the collector (and a young
 // generation that grows to keep up) — the agent's RSS would climb by that
@@ -8,10 +8,10 @@ import fs from 'node:fs';
 import { Transform } from 'node:stream';
 
 /**
- * Bytes per read of a file slice; a PUT holds two, one read into while the
- * other is sent. Each read and write costs a few KB of short-lived objects:
- * at 512 KiB a camera-rate upload allocates slowly enough that V8 keeps its
- * young generation small (at 256 KiB it grew it, and RSS, by 10 MiB more).
+ * Bytes per read of a file slice; a PUT holds one. Each read and write costs
+ * a few KB of short-lived objects and some CPU: 256 KiB cost 30 % more CPU
+ * per GB than 512 KiB and grew V8's young generation under bare node
+ * (`npm run bench:upload`).
  */
 export const SLICE_BUFFER_BYTES = 512 * 1024;
 
@@ -26,8 +26,8 @@ export class BufferPool {
 
   constructor(
     readonly bufferBytes = SLICE_BUFFER_BYTES,
-    /** Buffers kept between PUTs: two for each of the uploads' default two chunks in flight (2 MiB). */
-    private readonly keep = 4,
+    /** Buffers kept between PUTs: one for each of the uploads' default two chunks in flight (1 MiB). */
+    private readonly keep = 2,
   ) {}
 
   take(): Buffer {
@@ -74,10 +74,13 @@ const readFailed = (err: unknown): SliceReadError =>
   err instanceof SliceReadError ? err : new SliceReadError(`reading the chunk failed (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
 
 /**
- * Yields bytes [start, start + length) of the file. A yielded buffer is
- * overwritten once the next one is asked for, so the consumer must be done
- * with it by then: got writes each one to the request and waits for the
- * write's callback (the bytes are in the socket) before it asks again.
+ * Yields bytes [start, start + length) of the file, through one buffer. A
+ * yielded buffer is overwritten by the next read, which starts only when
+ * the consumer asks again: got writes each one to the request and waits for
+ * the write's callback (the bytes are in the socket) before it asks. No
+ * read-ahead: a read from the page cache or the card takes a fraction of the
+ * time the uplink takes to send the buffer, and the other chunk in flight
+ * keeps the socket busy meanwhile.
  * The file is closed when the slice ends, fails or is returned early.
  *
  * Hand-written rather than an async generator over FileHandle.read: that
@@ -86,13 +89,9 @@ const readFailed = (err: unknown): SliceReadError =>
  */
 export class FileSliceReader implements AsyncIterableIterator<Buffer> {
   private fd = -1;
-  private buffers: Buffer[] = [];
+  private buffer: Buffer | undefined;
   /** Bytes handed out so far. */
   private at = 0;
-  /** The buffer the next read goes into. */
-  private turn = 0;
-  /** The read into the buffer not handed out, started when the other one was. */
-  private ahead: Promise<Buffer> | undefined;
   private ended = false;
   private last: Promise<unknown> = Promise.resolve();
 
@@ -129,20 +128,17 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
     if (this.ended) return { done: true, value: undefined };
     try {
       if (this.at >= this.length) {
-        // Asked for more after the last buffer: got has written every byte of both.
+        // Asked for more after the last buffer: got has written every byte of it.
         await this.end(true);
         return { done: true, value: undefined };
       }
       if (this.fd < 0) await this.open();
-      const ready = await (this.ahead ?? this.fill(0));
-      this.ahead = undefined;
-      this.at += ready.length;
-      if (this.at < this.length) {
-        // The consumer asked again, so it is done with the buffer this read goes into.
-        this.ahead = this.fill(this.at);
-        this.ahead.catch(() => undefined); // awaited by the next step, or by end()
-      }
-      return { done: false, value: ready };
+      const buffer = this.buffer as Buffer;
+      const want = Math.min(buffer.length, this.length - this.at);
+      const n = await readFully(this.fd, buffer, want, this.slice.start + this.at);
+      if (n < want) throw new SliceReadError(`the body ended after ${this.at + n} of the ${this.length} bytes declared (the file shrank)`);
+      this.at += n;
+      return { done: false, value: n === buffer.length ? buffer : buffer.subarray(0, n) };
     } catch (err) {
       await this.end(false);
       throw readFailed(err);
@@ -154,29 +150,18 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
       fs.open(this.slice.file, 'r', (err, fd) => {
         if (err) return reject(err);
         this.fd = fd;
-        this.buffers = [this.pool.take(), this.pool.take()];
+        this.buffer = this.pool.take();
         resolve();
       }),
     );
   }
 
-  private async fill(at: number): Promise<Buffer> {
-    const buffer = this.buffers[this.turn] as Buffer;
-    this.turn ^= 1;
-    const want = Math.min(buffer.length, this.length - at);
-    const n = await readFully(this.fd, buffer, want, this.slice.start + at);
-    if (n < want) throw new SliceReadError(`the body ended after ${at + n} of the ${this.length} bytes declared (the file shrank)`);
-    return n === buffer.length ? buffer : buffer.subarray(0, n);
-  }
-
-  /** Closes the file once no read is in flight; the buffers go back to the pool only when every byte was consumed. */
+  /** Closes the file; the buffer goes back to the pool only when every byte was consumed. */
   private async end(whole: boolean): Promise<void> {
     if (this.ended) return;
     this.ended = true;
-    await this.ahead?.catch(() => undefined);
-    this.ahead = undefined;
-    if (whole) this.pool.give(this.buffers);
-    this.buffers = [];
+    if (whole && this.buffer !== undefined) this.pool.give([this.buffer]);
+    this.buffer = undefined;
     if (this.fd >= 0) await new Promise<void>((resolve) => fs.close(this.fd, () => resolve()));
   }
 }

@@ -41,7 +41,7 @@ export interface ChunkPut {
   /** Absolute presigned URL: https, or http on a loopback host (tests, the fake cloud). */
   url: string;
   /**
-   * A slice of a file, read through two reused buffers (what uploads use: no
+   * A slice of a file, read through a reused buffer (what uploads use: no
    * garbage per read); or a stream, piped as it is read and destroyed when the
    * PUT fails; or bytes in memory.
    */

@@ -17,6 +17,7 @@ import { createStorageClient } from '../api/storage.js';
 import { fileTypeOf } from '../uploads/file-type.js';
 import { MediaWatcher } from '../uploads/media-watcher.js';
 import { UploadedIndex } from '../uploads/uploaded-index.js';
+import { HeapTrim } from '../lib/heap-trim.js';
 import { UploadsUnit } from '../uploads/uploads-unit.js';
 import { UploadWorker } from '../uploads/upload-worker.js';
 import { UploadWindow } from '../uploads/upload-window.js';
@@ -89,6 +90,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
       ? undefined
       : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => dispatcher?.kick(), logger });
   const urls = new UploadUrls(queueDir);
+  const heap = new HeapTrim();
   const uploadWorker = new UploadWorker({
     assets: api.assets,
     storage,
@@ -99,7 +101,10 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
     index,
     deleteAfterUpload: settings.deleteAfterUpload,
-    onBytes: (n) => uploads.bytesSent(n),
+    onBytes: (n) => {
+      uploads.bytesSent(n);
+      heap.sent(n);
+    },
     ...(window && { windowOpen: () => window.isOpen() }),
     logger,
   });

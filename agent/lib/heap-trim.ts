@@ -1,0 +1,51 @@
+// V8 collects its old generation only once it has grown some MB past what
+// was live after the last full collection. Every storage PUT leaves a little
+// there: got's request and options, the HTTP request and the socket's
+// bookkeeping live as long as the PUT, long enough to outlive the young
+// generation's collections, and die in the old one. A large upload promotes
+// that share of hundreds of PUTs, so RSS would rise by the whole margin and
+// stay there. A full collection after every HEAP_TRIM_EVERY_BYTES uploaded
+// keeps the heap near its idle size: a few ms of CPU per 64 MiB, where the
+// PUTs themselves cost a hundred times that (`npm run bench:upload` prints
+// both figures).
+import v8 from 'node:v8';
+import vm from 'node:vm';
+
+export const HEAP_TRIM_EVERY_BYTES = 64 * 1024 * 1024;
+
+export class HeapTrim {
+  private since = 0;
+
+  constructor(
+    private readonly collect: () => void = fullCollection,
+    readonly everyBytes = HEAP_TRIM_EVERY_BYTES,
+  ) {}
+
+  /** `bytes` more were uploaded. */
+  sent(bytes: number): void {
+    this.since += bytes;
+    if (this.since < this.everyBytes) return;
+    // One collection however far past the mark a large chunk went.
+    this.since %= this.everyBytes;
+    this.collect();
+  }
+}
+
+let gc: (() => void) | undefined;
+
+/**
+ * A full garbage collection. The process runs without `--expose-gc`; the
+ * flag, set for a moment, gives `gc` to a context made while it is on (one
+ * small context, made on first use), not to the agent's own global.
+ */
+export function fullCollection(): void {
+  if (gc === undefined) {
+    v8.setFlagsFromString('--expose-gc');
+    try {
+      gc = vm.runInNewContext('gc') as () => void;
+    } finally {
+      v8.setFlagsFromString('--no-expose-gc');
+    }
+  }
+  gc();
+}
