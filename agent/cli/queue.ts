@@ -15,6 +15,8 @@ import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { queueDirOf } from '../outbox/location.js';
+import { UPLOAD_KIND, uploadView } from '../uploads/upload-item.js';
+import { formatBytes } from '../lib/text.js';
 
 export const usage = 'queue [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -32,11 +34,13 @@ function daemonView(runtimeDir: string): DispatcherView | undefined {
 function shown(item: OutboxItem, view: DispatcherView | undefined): Record<string, unknown> {
   const running = view?.inFlight.includes(item.id) ?? false;
   const attempts = view?.attempts[item.id];
+  const upload = uploadView(item, running);
   return {
     id: item.id,
     kind: item.kind,
     state: running ? 'in flight' : item.state,
     createdAt: item.createdAt,
+    ...(upload !== undefined && { upload }),
     ...(item.reason !== undefined && { reason: item.reason }),
     ...(attempts !== undefined && { attempts: attempts.count, lastError: attempts.lastError }),
   };
@@ -49,7 +53,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     const { items, stats } = await readOutbox(dir);
     const view = daemonView(settings.runtimeDir);
     const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));
-    const listed = items.filter((i) => i.state === 'pending' || i.state === 'dead').slice(0, LIST_MAX).map((i) => shown(i, view));
+    // Finished uploads are listed too while the queue still holds them: "done" is what a person checking on a clip wants to read.
+    const listed = items
+      .filter((i) => i.state === 'pending' || i.state === 'dead' || (i.kind === UPLOAD_KIND && i.state === 'done'))
+      .slice(0, LIST_MAX)
+      .map((i) => shown(i, view));
     const inFlight = view?.inFlight.length ?? 0;
     if (ctx.json) {
       printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed });
@@ -67,6 +75,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     lines.push(`dropped by the cap: ${dropped.length === 0 ? 'none' : dropped.map(([k, n]) => `${n} ${k}`).join(', ')}; corrupt segments moved aside: ${stats.quarantined}`);
     if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${stats.unwritten} records`);
     for (const i of listed) {
+      const u = i.upload as ReturnType<typeof uploadView>;
+      if (u !== undefined) {
+        lines.push(`  ${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
+        continue;
+      }
       lines.push(`  ${String(i.state).padEnd(9)} ${String(i.kind)} ${String(i.id)} since ${String(i.createdAt)}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
     }
     printLine(...lines);

@@ -13,7 +13,7 @@ import { EXIT, usageError } from '../lib/errors.js';
 import { readBootId, Outbox } from '../outbox/outbox.js';
 import { fileTypeOf } from '../uploads/file-type.js';
 import { writeUploadRequest } from '../uploads/upload-request.js';
-import { UPLOAD_KIND, type UploadPayload } from '../uploads/upload-worker.js';
+import { UPLOAD_KIND, type UploadPayload } from '../uploads/upload-item.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { queueDirOf } from '../outbox/location.js';

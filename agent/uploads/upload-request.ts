@@ -6,7 +6,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { writeFileAtomic } from '../lib/atomic-write.js';
-import type { UploadPayload } from './upload-worker.js';
+import type { UploadPayload } from './upload-item.js';
 
 export const INCOMING_DIR = 'incoming';
 

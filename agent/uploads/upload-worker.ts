@@ -13,33 +13,11 @@ import type { Logger } from '../lib/logger.js';
 import type { Worker } from '../outbox/dispatcher.js';
 import { classify, type Outcome } from '../outbox/outcome.js';
 import type { OutboxItem } from '../outbox/types.js';
-import type { FileIdentity } from './uploaded-index.js';
 import type { UploadUrls } from './upload-urls.js';
+import { PAUSED_REFUSED, UPLOAD_KIND, decodeParts, encodeParts, type FileIdentity, type UploadPayload, type UploadProgress } from './upload-item.js';
 
-export type { FileIdentity };
-
-export const UPLOAD_KIND = 'upload';
 /** The service expires an upload that is not finished within a day of its creation. */
 export const UPLOAD_LIFETIME_MS = 24 * 3600 * 1000;
-/** Reasons that start with this are files the paused service refused: shown as such, never retried. */
-export const PAUSED_REFUSED = 'paused-refused';
-
-export interface UploadPayload extends FileIdentity {
-  path: string;
-  name: string;
-  filetype: string;
-  extension?: string;
-  /** The profile channel key (the sub-folder it came from). */
-  channelKey?: string;
-}
-
-/** What the outbox remembers between attempts (the URLs live in upload-urls.ts). `createdAt` is by the service's clock. */
-export interface UploadProgress {
-  assetId: string;
-  parts: number;
-  createdAt: number;
-  done: number[];
-}
 
 export interface UploadWorkerDeps {
   assets: Pick<AssetEndpoints, 'create'>;
@@ -141,7 +119,7 @@ export class UploadWorker implements Worker {
   private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, urls: string[], signal: AbortSignal): Promise<void> {
     const n = urls.length;
     const chunk = Math.ceil(p.size / n);
-    const done = new Set(prog.done);
+    const done = decodeParts(prog.done);
     const todo = [...Array(n).keys()].filter((i) => !done.has(i));
     // The outbox appends a record the moment progress() is called, so records stay in the order the chunks finished.
     const recorded: Promise<void>[] = [];
@@ -161,7 +139,7 @@ export class UploadWorker implements Worker {
         }
         this.d.onBytes?.(length);
         done.add(i);
-        const snapshot: UploadProgress = { ...prog, done: [...done].sort((a, b) => a - b) };
+        const snapshot: UploadProgress = { ...prog, done: encodeParts(done) };
         // On flash before this lane takes its next chunk, rather than at the end of the commit
         // window: one fsync per chunk of megabytes is nothing, and a crash re-sends at most
         // the chunks in flight.

@@ -11,7 +11,7 @@ import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../daemon/unit.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
-import { UPLOAD_KIND, type FileIdentity, type UploadPayload } from './upload-worker.js';
+import { UPLOAD_KIND, bytesDone, type FileIdentity, type UploadPayload } from './upload-item.js';
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
@@ -184,9 +184,5 @@ export class UploadsUnit implements DaemonUnit {
 }
 
 function leftOf(item: OutboxItem): number {
-  const p = item.payload as UploadPayload;
-  const prog = item.progress as { parts?: number; done?: number[] } | null | undefined;
-  if (!prog?.parts || !prog.done) return p.size;
-  const chunk = Math.ceil(p.size / prog.parts);
-  return Math.max(0, p.size - prog.done.length * chunk);
+  return (item.payload as UploadPayload).size - bytesDone(item);
 }

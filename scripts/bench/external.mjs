@@ -10,8 +10,7 @@ import path from 'node:path';
 import { fmt, lastJson, missingRow, row } from './figures.mjs';
 import { root, runNode } from './procs.mjs';
 
-/** "Within a few MB of idle". */
-export const UPLOAD_GROWTH_GOAL_MIB = 4;
+export const UPLOAD_GROWTH_GOAL_MIB = 8;
 export const HERD_GOAL = 2;
 
 const why = (r, tool, timeoutMs) => (r.timedOut ? `${tool} did not finish within ${timeoutMs / 60_000} min` : r.signal ? `${tool} killed by ${r.signal}` : `${tool} exited ${r.code}: ${r.stderr.trim().split('\n').pop()?.slice(0, 160) ?? ''}`);

@@ -110,7 +110,8 @@ describe('uploads through SIGKILLs', () => {
     for (const n of files.keys()) expect({ n, complete: completeNamed(rig.cloud, n).length }).toEqual({ n, complete: 1 });
     expect(dead).toEqual([]);
     expect(q.counts).toMatchObject({ pending: 0, dead: 0 });
-    expect(q.items).toEqual([]);
+    // Listed as done while the queue holds them (the oldest segments may be gone already), every byte counted.
+    expect(q.items.filter((i) => (i.upload as { state?: string }).state !== 'done' || (i.upload as { bytesDone?: number }).bytesDone !== (i.upload as { bytesTotal?: number }).bytesTotal)).toEqual([]);
     // An orphan is a create whose answer was never recorded: nothing was ever PUT to it.
     expect(orphans.filter((a) => a.bytesReceived > 0).map((a) => `${a.name} ${a.bytesReceived}`)).toEqual([]);
     expect(report.creates).toBe(FILES + orphans.length);

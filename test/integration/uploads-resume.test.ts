@@ -137,6 +137,7 @@ describe('interrupted uploads', () => {
     }, 20_000, 100);
     expect(dead.counts.pending).toBe(0);
     expect(dead.items).toEqual([expect.objectContaining({ kind: 'upload', state: 'dead', reason: expect.stringMatching(/^paused-refused/) })]);
+    expect(dead.items[0]!.upload).toEqual({ name: 'while-paused.mp4', path: join(rig.media, 'while-paused.mp4'), bytesDone: 0, bytesTotal: 300_000, state: 'paused-refused' });
     // Five agent minutes later: still the one create, answered 409.
     await sleepReal(5000);
     const creates = assetCreates(rig.cloud).slice(before);
@@ -187,7 +188,11 @@ describe('interrupted uploads', () => {
       const r = await uploadQueue(rig);
       return r.counts.dead === 1 && r.counts.pending === 0 ? r : undefined;
     }, 10_000, 100);
-    expect(q.items).toEqual([expect.objectContaining({ state: 'dead', reason: expect.stringMatching(/gone.*a-deleted\.mp4/) })]);
+    expect(q.items.filter((i) => i.state !== 'done')).toEqual([expect.objectContaining({ state: 'dead', reason: expect.stringMatching(/gone.*a-deleted\.mp4/) })]);
+    expect(q.items.map((i) => i.upload)).toEqual([
+      { name: 'a-deleted.mp4', path: join(rig.media, 'a-deleted.mp4'), bytesDone: 0, bytesTotal: 500_000, state: 'dead-lettered' },
+      { name: 'b-next.mp4', path: join(rig.media, 'b-next.mp4'), bytesDone: 500_000, bytesTotal: 500_000, state: 'done' },
+    ]);
     expect(assetsNamed(rig.cloud, 'a-deleted.mp4')).toEqual([]);
   }, 90_000);
 });

@@ -79,6 +79,10 @@ describe('media uploads', () => {
     const q = await uploadQueue(rig);
     expect(q.counts).toMatchObject({ pending: 0, dead: 0, dropped: 0 });
     expect(q.counts.done).toBe(files.size);
+    // Each file by name, every byte of it done.
+    expect(q.items.map((i) => i.upload as { name: string }).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
+      [...files].sort(([a], [b]) => a.localeCompare(b)).map(([name, data]) => ({ name, path: expect.stringContaining(name), bytesDone: data.length, bytesTotal: data.length, state: 'done' })),
+    );
     // status.json is rewritten at most once a real second: poll it.
     const st = await waitFor('status shows no upload left', async () => {
       const s = await status(rig.dirs, rig.cloud.url, SCALE);

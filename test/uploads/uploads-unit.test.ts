@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
 import { writeUploadRequest } from '../../agent/uploads/upload-request.js';
-import type { UploadPayload } from '../../agent/uploads/upload-worker.js';
+import type { UploadPayload } from '../../agent/uploads/upload-item.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
 import { FakeClock } from '../support/fake-clock.js';
 
