@@ -121,15 +121,13 @@ export class UploadWorker implements Worker {
     const chunk = Math.ceil(p.size / n);
     const done = decodeParts(prog.done);
     const todo = [...Array(n).keys()].filter((i) => !done.has(i));
-    // The outbox appends a record the moment progress() is called, so records stay in the order the chunks finished.
-    const recorded: Promise<void>[] = [];
     let failed: unknown;
     const next = async (): Promise<void> => {
       for (let i = todo.shift(); i !== undefined && failed === undefined; i = todo.shift()) {
         const start = Math.min(p.size, i * chunk);
         const end = Math.min(p.size, start + chunk);
         const length = end - start;
-        // A file slice, not a read stream: the storage client reads it through two reused buffers.
+        // A file slice, not a read stream: the storage client reads it through a reused buffer.
         const body = length === 0 ? Buffer.alloc(0) : { file: p.path, start };
         try {
           await this.d.storage.put({ url: urls[i] as string, body, length, contentType: p.filetype, signal });
@@ -143,14 +141,13 @@ export class UploadWorker implements Worker {
         // On flash before this lane takes its next chunk, rather than at the end of the commit
         // window: one fsync per chunk of megabytes is nothing, and a crash re-sends at most
         // the chunks in flight.
-        const written = this.d.outbox.progress(id, snapshot);
-        recorded.push(written);
-        await this.d.outbox.flush();
-        await written;
+        // The outbox appends the record the moment progress() is called, so records stay in the
+        // order the chunks finished; each lane waits for its own (no list of them kept for a
+        // file of thousands of chunks).
+        await Promise.all([this.d.outbox.progress(id, snapshot), this.d.outbox.flush()]);
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.d.chunksInFlight ?? 2, Math.max(1, todo.length)) }, next));
-    await Promise.all(recorded);
     if (failed !== undefined) throw failed;
   }
 }
