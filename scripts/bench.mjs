@@ -3,7 +3,7 @@
 // measured in the same run on the same machine (the machine is noisy and
 // absolute figures do not travel from a laptop to a Pi; ratios do).
 //
-//   npm run bench            (builds first; about 6 minutes on 2 cores)
+//   npm run bench            (builds first; about 10 minutes on 2 cores)
 //   node scripts/bench.mjs [--only idle,start,bundle,state,upload,fleet] [--quick]
 //
 // --only runs a subset (rss and cpu are names for idle); --quick shortens
@@ -38,7 +38,7 @@ const PARTS = {
   start: { ids: ['start'], about: 'start to first heartbeat', run: () => startup({ runs: quick ? 3 : 7 }) },
   idle: { ids: ['rss10', 'rss24', 'growth', 'cpu'], about: `idle RSS and CPU (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => idle(quick ? { hours: 4, settleS: 10 } : {}) },
   state: { ids: ['state'], about: 'state-dir writes per heartbeat', run: () => stateDirWrites() },
-  upload: { ids: ['upload'], about: `RSS while uploading (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => uploadRss({ quick }) },
+  upload: { ids: ['upload'], about: `RSS while uploading (${quick ? 'about 1 min' : 'about 6 min'}: the unit's node flags, then bare node)`, run: () => uploadRss({ quick }) },
   fleet: { ids: ['herd'], about: `fleet simulation (${quick ? 'seconds' : 'a few minutes'})`, run: () => fleetHerd(quick ? { fleet: 200, hours: 6 } : {}) },
 };
 // Table order, and what a row says when its part failed.

@@ -17,7 +17,7 @@ const why = (r, tool, timeoutMs) => (r.timedOut ? `${tool} did not finish within
 
 /** { rows, notes }: RSS of the agent uploading a sparse file, peak minus its own idle. */
 export async function uploadRss({ quick = false } = {}) {
-  const measure = `RSS while uploading a ${quick ? '512 MiB' : '2 GiB'} sparse file (peak - idle)`;
+  const measure = `RSS while uploading a ${quick ? '512 MiB' : '2 GiB'} sparse file (peak - idle, the unit's node flags)`;
   const goal = `<= ${UPLOAD_GROWTH_GOAL_MIB} MiB`;
   const script = path.join(root, 'scripts/bench-upload.mjs');
   if (!existsSync(script)) return { rows: [missingRow(measure, goal, 'scripts/bench-upload.mjs is missing')], notes: [] };
