@@ -90,7 +90,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
       ? undefined
       : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => dispatcher?.kick(), logger });
   const urls = new UploadUrls(queueDir);
-  const heap = new HeapTrim();
+  const heap = new HeapTrim(undefined, undefined, (err) => logger.warn({ err: String(err) }, 'cannot collect garbage after an upload; memory may stay higher'));
   const uploadWorker = new UploadWorker({
     assets: api.assets,
     storage,

@@ -9,7 +9,6 @@
 // PUTs themselves cost a hundred times that (`npm run bench:upload` prints
 // both figures).
 import v8 from 'node:v8';
-import vm from 'node:vm';
 
 export const HEAP_TRIM_EVERY_BYTES = 64 * 1024 * 1024;
 
@@ -17,8 +16,9 @@ export class HeapTrim {
   private since = 0;
 
   constructor(
-    private readonly collect: () => void = fullCollection,
+    private readonly collect: () => unknown = fullCollection,
     readonly everyBytes = HEAP_TRIM_EVERY_BYTES,
+    private readonly onError: (err: unknown) => void = () => undefined,
   ) {}
 
   /** `bytes` more were uploaded. */
@@ -27,19 +27,24 @@ export class HeapTrim {
     if (this.since < this.everyBytes) return;
     // One collection however far past the mark a large chunk went.
     this.since %= this.everyBytes;
-    this.collect();
+    void Promise.resolve()
+      .then(this.collect)
+      .catch(this.onError);
   }
 }
 
 let gc: (() => void) | undefined;
 
 /**
- * A full garbage collection. The process runs without `--expose-gc`; the
- * flag, set for a moment, gives `gc` to a context made while it is on (one
- * small context, made on first use), not to the agent's own global.
+ * The function that runs a full garbage collection. The process runs without
+ * `--expose-gc`; the flag, set for a moment, gives `gc` to a context made
+ * while it is on (one small context, made on first use), not to the agent's
+ * own global. `vm` is loaded then too: a daemon that never uploads much
+ * never loads it.
  */
-export function fullCollection(): void {
+export async function garbageCollector(): Promise<() => void> {
   if (gc === undefined) {
+    const { default: vm } = await import('node:vm');
     v8.setFlagsFromString('--expose-gc');
     try {
       gc = vm.runInNewContext('gc') as () => void;
@@ -47,5 +52,9 @@ export function fullCollection(): void {
       v8.setFlagsFromString('--no-expose-gc');
     }
   }
-  gc();
+  return gc;
+}
+
+export async function fullCollection(): Promise<void> {
+  (await garbageCollector())();
 }

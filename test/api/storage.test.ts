@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createStorageClient, type StorageClient, type StorageClientOptions } from '../../agent/api/storage.js';
 import { SystemClock } from '../../agent/lib/clock.js';
 import { AgentError, type ErrorKind } from '../../agent/lib/errors.js';
-import { fullCollection } from '../../agent/lib/heap-trim.js';
+import { garbageCollector } from '../../agent/lib/heap-trim.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { DEFAULT_RETRY_AFTER_MS } from '../../agent/api/rate-limit.js';
 import { startFakeCloud } from '../fake-cloud/index.js';
@@ -128,9 +128,10 @@ describe('what goes on the wire', () => {
     // Measured after a full collection at every 8 MiB sent: what the client holds, not garbage
     // the GC has yet to reach (that depends on load). Twice: V8 frees dead ArrayBuffers on a
     // background thread after a collection, and the next collection first waits for that.
+    const gc = await garbageCollector();
     const used = (): number => {
-      fullCollection();
-      fullCollection();
+      gc();
+      gc();
       const m = process.memoryUsage();
       return m.arrayBuffers + m.heapUsed;
     };
