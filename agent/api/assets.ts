@@ -48,6 +48,9 @@ function isHttpUrl(v: string): boolean {
   }
 }
 
+/** The service numbers the parts of an upload 1 to 10,000: no asset has more URLs than this. */
+export const MAX_UPLOAD_PARTS = 10_000;
+
 function createdAssetOf(t: Transport, res: RawResponse): CreatedAsset {
   const body = t.readJson(res);
   if (body === null || typeof body !== 'object' || Array.isArray(body)) throw bad(res, 'answer is not a JSON object');
@@ -56,6 +59,7 @@ function createdAssetOf(t: Transport, res: RawResponse): CreatedAsset {
   if (Array.isArray(urls)) for (const u of urls) if (typeof u === 'string') registerSecret(u, { rotating: 'upload-urls' });
   if (typeof rec.id !== 'string' || rec.id === '') throw bad(res, "field 'id' is not a non-empty string");
   if (!Array.isArray(urls) || urls.length === 0) throw bad(res, "field 'upload_urls' is not a non-empty array");
+  if (urls.length > MAX_UPLOAD_PARTS) throw bad(res, `field 'upload_urls' has ${urls.length} URLs, more than the ${MAX_UPLOAD_PARTS} parts an upload can have`);
   // Messages name the index, never the value: a URL shorter than the
   // scrubber's minimum would not be registered.
   urls.forEach((u, i) => {

@@ -7,6 +7,7 @@
 // would make every progress record of a long upload longer than the last
 // (a 8 GiB file in 5 MiB parts: 1,640 records of up to 8 KB each, each one
 // parsed, copied and written).
+import { MAX_UPLOAD_PARTS } from '../api/assets.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { FileIdentity } from './uploaded-index.js';
 
@@ -49,15 +50,20 @@ export function encodeParts(parts: Iterable<number>): PartRun[] {
   return out;
 }
 
-/** The finished part numbers; anything that is not a part number or a run of them is ignored. */
-export function decodeParts(done: unknown): Set<number> {
+/**
+ * The finished part numbers below `parts`; anything that is not a part
+ * number or a run of them is ignored, and a run is cut to the asset's parts
+ * (a record is CRC-checked, but a run of 10^15 must not be walked even so).
+ */
+export function decodeParts(done: unknown, parts: number): Set<number> {
   const out = new Set<number>();
-  if (!Array.isArray(done)) return out;
+  if (!Array.isArray(done) || !Number.isSafeInteger(parts) || parts > MAX_UPLOAD_PARTS) return out;
+  const add = (first: number, last: number): void => {
+    for (let n = Math.max(0, first); n <= Math.min(last, parts - 1); n++) out.add(n);
+  };
   for (const r of done) {
-    if (Number.isSafeInteger(r)) out.add(r as number);
-    else if (Array.isArray(r) && r.length === 2 && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[1])) {
-      for (let n = r[0] as number; n <= (r[1] as number); n++) out.add(n);
-    }
+    if (Number.isSafeInteger(r)) add(r as number, r as number);
+    else if (Array.isArray(r) && r.length === 2 && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[1])) add(r[0] as number, r[1] as number);
   }
   return out;
 }
@@ -80,7 +86,7 @@ export function bytesDone(item: OutboxItem): number {
   if (!prog || !Number.isSafeInteger(prog.parts) || (prog.parts as number) < 1) return 0;
   const chunk = Math.ceil(p.size / (prog.parts as number));
   let n = 0;
-  for (const i of decodeParts(prog.done)) if (i >= 0 && i < (prog.parts as number)) n += Math.max(0, Math.min(p.size, (i + 1) * chunk) - i * chunk);
+  for (const i of decodeParts(prog.done, prog.parts as number)) n += Math.max(0, Math.min(p.size, (i + 1) * chunk) - i * chunk);
   return Math.min(p.size, n);
 }
 

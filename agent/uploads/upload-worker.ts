@@ -119,7 +119,7 @@ export class UploadWorker implements Worker {
   private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, urls: string[], signal: AbortSignal): Promise<void> {
     const n = urls.length;
     const chunk = Math.ceil(p.size / n);
-    const done = decodeParts(prog.done);
+    const done = decodeParts(prog.done, n);
     const todo = [...Array(n).keys()].filter((i) => !done.has(i));
     let failed: unknown;
     const next = async (): Promise<void> => {

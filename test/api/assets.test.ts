@@ -149,6 +149,7 @@ describe('assetEndpoints: validation of the answer', () => {
     ['a relative URL', { id: 'a', upload_urls: ['https://s.example/1?sig=abcdefg', '/a/2?sig=abcdefgh'] }, "field 'upload_urls[1]'"],
     ['an ftp URL', { id: 'a', upload_urls: ['ftp://s.example/a/1?sig=abcdefg'] }, "field 'upload_urls[0]'"],
     ['a number', { id: 'a', upload_urls: [42] }, "field 'upload_urls[0]'"],
+    ['more URLs than an upload has parts', { id: 'a', upload_urls: Array.from({ length: 10_001 }, (_, i) => `https://s.example/a/${i}?sig=abcdefg${i}`) }, "field 'upload_urls' has 10001 URLs, more than the 10000 parts"],
   ])('%s is a protocol error naming the field', async (_, body, text) => {
     answer = body;
     const err = await failure(stubAssets.create(clip(7)));

@@ -17,16 +17,20 @@ describe('finished parts as runs', () => {
     const parts = new Set([...Array(1640).keys()].filter((i) => i !== 900));
     const runs = encodeParts(parts);
     expect(runs).toEqual([[0, 899], [901, 1639]]);
-    expect(decodeParts(runs)).toEqual(parts);
+    expect(decodeParts(runs, 1640)).toEqual(parts);
     // A record stays a few bytes however long the file: what made every progress record longer than the last.
     expect(JSON.stringify(runs).length).toBeLessThan(30);
   });
 
   it('reads the plain list older records hold, and ignores what is not a part number or a run', () => {
-    expect([...decodeParts([0, 1, 2, 4])]).toEqual([0, 1, 2, 4]);
-    expect([...decodeParts([1, 'x', [3], [5, 6, 7], [2.5, 3], null, [8, 9]])].sort((a, b) => a - b)).toEqual([1, 8, 9]);
-    expect(decodeParts(undefined).size).toBe(0);
-    expect(decodeParts({ 0: 1 }).size).toBe(0);
+    expect([...decodeParts([0, 1, 2, 4], 10)]).toEqual([0, 1, 2, 4]);
+    expect([...decodeParts([1, 'x', [3], [5, 6, 7], [2.5, 3], null, [8, 9]], 10)].sort((a, b) => a - b)).toEqual([1, 8, 9]);
+    expect(decodeParts(undefined, 10).size).toBe(0);
+    expect(decodeParts({ 0: 1 }, 10).size).toBe(0);
+    // Only the asset's parts: a run reaching far past them is cut, not walked.
+    expect([...decodeParts([-5, [-3, 1], [8, 1e15], 12], 10)].sort((a, b) => a - b)).toEqual([0, 1, 8, 9]);
+    expect(decodeParts([[0, 3]], Number.NaN).size).toBe(0);
+    expect(decodeParts([[0, 1e15]], 1e15).size).toBe(0); // no asset has that many parts
   });
 });
 
