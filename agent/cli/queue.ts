@@ -23,6 +23,20 @@ export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
 
 /** Items listed one by one (the counts cover all of them). */
 const LIST_MAX = 50;
+/** Finished uploads listed after those, the newest. */
+const DONE_LIST_MAX = 10;
+
+/**
+ * What `queue` lists: pending and dead-lettered items first (what needs an
+ * eye), then the newest finished uploads the queue still holds. A finished
+ * clip stays on disk until its segment goes, hundreds of them in one, and
+ * must never push a dead-lettered one off the list.
+ */
+export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
+  const open = items.filter((i) => i.state === 'pending' || i.state === 'dead').slice(0, LIST_MAX);
+  const done = items.filter((i) => i.kind === UPLOAD_KIND && i.state === 'done').slice(-DONE_LIST_MAX);
+  return [...open, ...done];
+}
 
 function daemonView(runtimeDir: string): DispatcherView | undefined {
   const read = readStatus(runtimeDir);
@@ -53,11 +67,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const { items, stats } = await readOutbox(dir);
     const view = daemonView(settings.runtimeDir);
     const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));
-    // Finished uploads are listed too while the queue still holds them: "done" is what a person checking on a clip wants to read.
-    const listed = items
-      .filter((i) => i.state === 'pending' || i.state === 'dead' || (i.kind === UPLOAD_KIND && i.state === 'done'))
-      .slice(0, LIST_MAX)
-      .map((i) => shown(i, view));
+    const listed = listedItems(items).map((i) => shown(i, view));
     const inFlight = view?.inFlight.length ?? 0;
     if (ctx.json) {
       printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed });

@@ -14,6 +14,8 @@ export const HEAP_TRIM_EVERY_BYTES = 64 * 1024 * 1024;
 
 export class HeapTrim {
   private since = 0;
+  /** A collection failed: not tried again (one warning, not one per 64 MiB). */
+  private broken = false;
 
   constructor(
     private readonly collect: () => unknown = fullCollection,
@@ -24,12 +26,15 @@ export class HeapTrim {
   /** `bytes` more were uploaded. */
   sent(bytes: number): void {
     this.since += bytes;
-    if (this.since < this.everyBytes) return;
+    if (this.since < this.everyBytes || this.broken) return;
     // One collection however far past the mark a large chunk went.
     this.since %= this.everyBytes;
     void Promise.resolve()
       .then(this.collect)
-      .catch(this.onError);
+      .catch((err: unknown) => {
+        this.broken = true;
+        this.onError(err);
+      });
   }
 }
 

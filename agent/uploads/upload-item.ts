@@ -51,20 +51,36 @@ export function encodeParts(parts: Iterable<number>): PartRun[] {
 }
 
 /**
- * The finished part numbers below `parts`; anything that is not a part
- * number or a run of them is ignored, and a run is cut to the asset's parts
- * (a record is CRC-checked, but a run of 10^15 must not be walked even so).
+ * The finished parts below `parts` as sorted, disjoint inclusive runs.
+ * Anything that is not a part number or a run of them is ignored; runs are
+ * cut to the asset's parts and merged, so no record (CRC-checked, but even
+ * so) makes anyone walk more than the asset's parts.
  */
+function runsOf(done: unknown, parts: number): Array<[number, number]> {
+  if (!Array.isArray(done) || !Number.isSafeInteger(parts) || parts > MAX_UPLOAD_PARTS) return [];
+  const runs: Array<[number, number]> = [];
+  for (const r of done) {
+    const [a, b] = Number.isSafeInteger(r) ? [r as number, r as number]
+      : Array.isArray(r) && r.length === 2 && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[1]) ? [r[0] as number, r[1] as number]
+      : [1, 0];
+    const first = Math.max(0, a);
+    const last = Math.min(b, parts - 1);
+    if (first <= last) runs.push([first, last]);
+  }
+  runs.sort((x, y) => x[0] - y[0]);
+  const merged: Array<[number, number]> = [];
+  for (const [a, b] of runs) {
+    const top = merged.at(-1);
+    if (top !== undefined && a <= top[1] + 1) top[1] = Math.max(top[1], b);
+    else merged.push([a, b]);
+  }
+  return merged;
+}
+
+/** The finished part numbers below `parts`. */
 export function decodeParts(done: unknown, parts: number): Set<number> {
   const out = new Set<number>();
-  if (!Array.isArray(done) || !Number.isSafeInteger(parts) || parts > MAX_UPLOAD_PARTS) return out;
-  const add = (first: number, last: number): void => {
-    for (let n = Math.max(0, first); n <= Math.min(last, parts - 1); n++) out.add(n);
-  };
-  for (const r of done) {
-    if (Number.isSafeInteger(r)) add(r as number, r as number);
-    else if (Array.isArray(r) && r.length === 2 && Number.isSafeInteger(r[0]) && Number.isSafeInteger(r[1])) add(r[0] as number, r[1] as number);
-  }
+  for (const [a, b] of runsOf(done, parts)) for (let n = a; n <= b; n++) out.add(n);
   return out;
 }
 
@@ -85,8 +101,9 @@ export function bytesDone(item: OutboxItem): number {
   const prog = item.progress as Partial<UploadProgress> | null | undefined;
   if (!prog || !Number.isSafeInteger(prog.parts) || (prog.parts as number) < 1) return 0;
   const chunk = Math.ceil(p.size / (prog.parts as number));
+  // Summed by run, not by part: status asks for every pending upload at every refresh.
   let n = 0;
-  for (const i of decodeParts(prog.done, prog.parts as number)) n += Math.max(0, Math.min(p.size, (i + 1) * chunk) - i * chunk);
+  for (const [a, b] of runsOf(prog.done, prog.parts as number)) n += Math.max(0, Math.min(p.size, (b + 1) * chunk) - Math.min(p.size, a * chunk));
   return Math.min(p.size, n);
 }
 

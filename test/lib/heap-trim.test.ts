@@ -39,6 +39,11 @@ describe('HeapTrim', () => {
     failing.sent(1);
     await settled();
     expect(errors).toEqual([new Error('no gc here')]);
+    // Not tried again: one warning, not one per 64 MiB.
+    failing.sent(1);
+    failing.sent(1);
+    await settled();
+    expect(errors).toHaveLength(1);
   });
 
   it('fullCollection frees garbage the old generation holds, without giving gc to the agent or to later contexts', async () => {

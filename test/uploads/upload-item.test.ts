@@ -31,6 +31,10 @@ describe('finished parts as runs', () => {
     expect([...decodeParts([-5, [-3, 1], [8, 1e15], 12], 10)].sort((a, b) => a - b)).toEqual([0, 1, 8, 9]);
     expect(decodeParts([[0, 3]], Number.NaN).size).toBe(0);
     expect(decodeParts([[0, 1e15]], 1e15).size).toBe(0); // no asset has that many parts
+    // Overlapping runs are merged before they are walked: thousands of copies of one long run cost one walk.
+    const copies = Array.from({ length: 6000 }, () => [0, 9998]);
+    expect(decodeParts(copies, 10_000).size).toBe(9999);
+    expect(bytesDone(item(10_000, { assetId: 'a', parts: 10_000, createdAt: 0, done: copies }))).toBe(9999);
   });
 });
 

@@ -1,0 +1,28 @@
+// What `queue` lists one by one: what needs an eye (pending, dead-lettered)
+// first and never crowded out, then the newest finished uploads.
+import { describe, expect, it } from '@jest/globals';
+import { listedItems } from '../../agent/cli/queue.js';
+import type { OutboxItem } from '../../agent/outbox/types.js';
+
+let seq = 0;
+const item = (kind: string, state: OutboxItem['state']): OutboxItem => ({
+  id: `b:${++seq}`, kind, priority: 0, payload: { name: `f${seq}` }, createdAt: '2026-11-23T00:00:00.000Z', bytes: 10, state,
+});
+
+describe('queue: the items listed', () => {
+  it('lists the pending and dead-lettered items even behind hundreds of finished uploads, then the newest ten finished', () => {
+    const finished = Array.from({ length: 300 }, () => item('upload', 'done'));
+    const dead = item('upload', 'dead');
+    const pending = item('upload', 'pending');
+    const sync = item('channel-sync', 'pending');
+    const oldSync = item('channel-sync', 'done');
+    const listed = listedItems([oldSync, ...finished.slice(0, 200), dead, ...finished.slice(200), pending, sync]);
+    expect(listed.map((i) => i.id)).toEqual([dead.id, pending.id, sync.id, ...finished.slice(-10).map((i) => i.id)]);
+  });
+
+  it('lists at most fifty open items, oldest first, and finished items of other kinds not at all', () => {
+    const open = Array.from({ length: 60 }, () => item('upload', 'pending'));
+    const listed = listedItems([item('channel-sync', 'done'), ...open, item('upload', 'dropped')]);
+    expect(listed.map((i) => i.id)).toEqual(open.slice(0, 50).map((i) => i.id));
+  });
+});
