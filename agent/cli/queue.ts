@@ -45,8 +45,9 @@ function daemonView(runtimeDir: string): DispatcherView | undefined {
   return outbox ?? { inFlight: [], attempts: {}, waitingUntil: undefined };
 }
 
-function shown(item: OutboxItem, view: DispatcherView | undefined): Record<string, unknown> {
-  const running = view?.inFlight.includes(item.id) ?? false;
+export function shown(item: OutboxItem, view: DispatcherView | undefined): Record<string, unknown> {
+  // The daemon's view is rewritten at most once a second: an item the disk already shows ended is not in flight.
+  const running = item.state === 'pending' && (view?.inFlight.includes(item.id) ?? false);
   const attempts = view?.attempts[item.id];
   const upload = uploadView(item, running);
   return {
@@ -86,11 +87,10 @@ export async function run(ctx: CommandContext): Promise<number> {
     if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${stats.unwritten} records`);
     for (const i of listed) {
       const u = i.upload as ReturnType<typeof uploadView>;
-      if (u !== undefined) {
-        lines.push(`  ${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
-        continue;
-      }
-      lines.push(`  ${String(i.state).padEnd(9)} ${String(i.kind)} ${String(i.id)} since ${String(i.createdAt)}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
+      const what = u !== undefined
+        ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}`
+        : `${String(i.state).padEnd(9)} ${String(i.kind)} ${String(i.id)} since ${String(i.createdAt)}`;
+      lines.push(`  ${what}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
     }
     printLine(...lines);
     return EXIT.ok;

@@ -94,13 +94,16 @@ export interface UploadView {
   state: UploadState;
 }
 
+/** The file is split evenly over its parts: this many bytes each, the last one to the end of the file. */
+export const partBytes = (size: number, parts: number): number => Math.ceil(size / parts);
+
 /** Bytes of the file its finished parts hold (the file split evenly over `parts`, the last part to the end). */
 export function bytesDone(item: OutboxItem): number {
   const p = item.payload as UploadPayload;
   if (item.state === 'done') return p.size;
   const prog = item.progress as Partial<UploadProgress> | null | undefined;
   if (!prog || !Number.isSafeInteger(prog.parts) || (prog.parts as number) < 1) return 0;
-  const chunk = Math.ceil(p.size / (prog.parts as number));
+  const chunk = partBytes(p.size, prog.parts as number);
   // Summed by run, not by part: status asks for every pending upload at every refresh.
   let n = 0;
   for (const [a, b] of runsOf(prog.done, prog.parts as number)) n += Math.max(0, Math.min(p.size, (b + 1) * chunk) - Math.min(p.size, a * chunk));

@@ -14,7 +14,7 @@ import type { Worker } from '../outbox/dispatcher.js';
 import { classify, type Outcome } from '../outbox/outcome.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { UploadUrls } from './upload-urls.js';
-import { PAUSED_REFUSED, UPLOAD_KIND, decodeParts, encodeParts, type FileIdentity, type UploadPayload, type UploadProgress } from './upload-item.js';
+import { PAUSED_REFUSED, UPLOAD_KIND, decodeParts, encodeParts, partBytes, type FileIdentity, type UploadPayload, type UploadProgress } from './upload-item.js';
 
 /** The service expires an upload that is not finished within a day of its creation. */
 export const UPLOAD_LIFETIME_MS = 24 * 3600 * 1000;
@@ -118,7 +118,7 @@ export class UploadWorker implements Worker {
    */
   private async sendChunks(id: string, p: UploadPayload, prog: UploadProgress, urls: string[], signal: AbortSignal): Promise<void> {
     const n = urls.length;
-    const chunk = Math.ceil(p.size / n);
+    const chunk = partBytes(p.size, n);
     const done = decodeParts(prog.done, n);
     const todo = [...Array(n).keys()].filter((i) => !done.has(i));
     let failed: unknown;

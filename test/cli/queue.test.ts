@@ -1,7 +1,7 @@
 // What `queue` lists one by one: what needs an eye (pending, dead-lettered)
 // first and never crowded out, then the newest finished uploads.
 import { describe, expect, it } from '@jest/globals';
-import { listedItems } from '../../agent/cli/queue.js';
+import { listedItems, shown } from '../../agent/cli/queue.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
 
 let seq = 0;
@@ -24,5 +24,13 @@ describe('queue: the items listed', () => {
     const open = Array.from({ length: 60 }, () => item('upload', 'pending'));
     const listed = listedItems([item('channel-sync', 'done'), ...open, item('upload', 'dropped')]);
     expect(listed.map((i) => i.id)).toEqual(open.slice(0, 50).map((i) => i.id));
+  });
+
+  it('shows an item the disk already has ended as ended, even while the daemon\'s last view still has it in flight', () => {
+    const view = { inFlight: ['b:900', 'b:901'], attempts: {}, waitingUntil: undefined };
+    const finished = { ...item('upload', 'done'), id: 'b:900', payload: { name: 'a.mp4', path: '/m/a.mp4', size: 10 } };
+    const running = { ...item('upload', 'pending'), id: 'b:901', payload: { name: 'b.mp4', path: '/m/b.mp4', size: 10 } };
+    expect(shown(finished, view)).toMatchObject({ state: 'done', upload: { state: 'done', bytesDone: 10 } });
+    expect(shown(running, view)).toMatchObject({ state: 'in flight', upload: { state: 'uploading', bytesDone: 0 } });
   });
 });
