@@ -1,6 +1,7 @@
 // Everything the CLI prints goes through here, so secrets are cut out in one
 // place: scrub() for registered secret values, redactObject() for secret keys.
-import { AgentError, exitCodeOf } from '../lib/errors.js';
+import { AgentError } from '../lib/errors.js';
+import { fsError, isFsError } from '../lib/fs-errors.js';
 import { redactObject, scrub } from '../lib/secrets.js';
 
 export interface JsonResult {
@@ -35,7 +36,14 @@ export function printError(message: string): void {
   process.stderr.write(`c2c-agent: ${scrub(message).replace(/\s*\n\s*/g, ' ')}\n`);
 }
 
+/**
+ * A file-system error that no command caught with its own words is still a
+ * mistake of the machine's, not a bug: it gets the one mapping (lib/fs-errors.ts).
+ */
+const asAgentError = (err: unknown): unknown => (isFsError(err) ? fsError(err, `${err.syscall ?? 'use'}`) : err);
+
 export function describeError(err: unknown): { kind: string; message: string; status?: number; code?: string } {
+  err = asAgentError(err);
   if (err instanceof AgentError) return err.toJSON();
   const message = err instanceof Error ? err.message : String(err);
   return { kind: 'internal', message: `internal error: ${message}; please report` };
@@ -46,8 +54,9 @@ export function describeError(err: unknown): { kind: string; message: string; st
  * error, ...extra} on stdout. Returns the exit code (AgentError's, else 1).
  */
 export function fail(err: unknown, opts: { json?: boolean; extra?: Record<string, unknown> } = {}): number {
-  const exitCode = exitCodeOf(err);
-  const error = describeError(err);
+  const known = asAgentError(err);
+  const exitCode = known instanceof AgentError ? known.exitCode : 1;
+  const error = describeError(known);
   printError(error.message);
   if (opts.json === true) printJson({ ...opts.extra, ok: false, exitCode, error });
   return exitCode;

@@ -17,6 +17,8 @@ export type ErrorKind =
   | 'protocol'
   | 'unavailable'
   | 'timeout'
+  /** A local file system that is full, out of descriptors or failing: may pass by itself. */
+  | 'disk'
   | 'internal';
 
 export const EXIT = {
@@ -57,6 +59,7 @@ const exitByKind: Record<ErrorKind, number> = {
   unavailable: EXIT.unavailable,
   // Something that may well work on a second try (a pairing nobody approved in time).
   timeout: EXIT.tempfail,
+  disk: EXIT.tempfail,
   internal: EXIT.internal,
 };
 

@@ -14,8 +14,17 @@ export function oneLine(text: string, max = MAX_TEXT): string {
   return scrub(cut);
 }
 
-/** A value shown JSON-escaped in quotes, so a newline in it cannot break the one-line rule. */
-export const quote = (value: string): string => `'${JSON.stringify(value).slice(1, -1)}'`;
+const MAX_QUOTED = 80;
+
+/**
+ * A value shown JSON-escaped in quotes, so a newline or control character in
+ * it cannot break the one-line rule, and cut to a readable length (a 5 MiB
+ * profile name must not make a 10 MiB message): 'abc…' (5242880 chars).
+ */
+export function quote(value: string, max = MAX_QUOTED): string {
+  if (value.length <= max) return `'${JSON.stringify(value).slice(1, -1)}'`;
+  return `'${JSON.stringify(value.slice(0, max)).slice(1, -1)}…' (${value.length} chars)`;
+}
 
 /** Compact, for status lines and tables: "45s", "2m13s", "1h02m". */
 export function formatDuration(ms: number): string {
