@@ -9,6 +9,16 @@
 // answer is lost (power cut, network) leaves the old, used-up pair on disk;
 // the next refresh is refused and the unit needs pairing. That is the one
 // way a healthy unit can lose its authorization, and it is logged as such.
+//
+// The 401 policy lives in auth/ (this file and reauthorization.ts), nowhere
+// else: every rotation spends a single-use refresh token, so whoever meets a
+// 401 asks here and never refreshes on its own. A 401 to a call that proves
+// the authorization (GET /v2/devices/me, a heartbeat) is reauthorization.ts's;
+// a 401 to any other call (assets, channels) is `callRefused()`'s: at most one
+// rotation for such refusals, none within MIN_REFRESH_GAP_MS of another
+// refresh, and once a call has been refused with a token rotated for exactly
+// that reason, later refusals of other calls are not about the token (the
+// heartbeat and GET /v2/devices/me would say so if it were dead).
 import { statSync } from 'node:fs';
 import type { ClientCredentials, OAuthEndpoints } from '../api/oauth.js';
 import type { Settings } from '../config/types.js';
@@ -45,7 +55,20 @@ export interface TokenSource {
    * request goes out with it again) until the credentials change.
    */
   reject?(reason: string): void;
+  /**
+   * A call that does not prove the authorization (an asset, a channel) was
+   * refused with 401; `sentAt` is when it was sent (agent-monotonic).
+   * 'retry': a newer token is in use now, send it again; 'not-token': the
+   * refusal is not about the token (or a refresh must wait): treat it like
+   * any other refusal. Never throws.
+   */
+  callRefused?(why: string, sentAt: number): Promise<CallRefusal>;
 }
+
+export type CallRefusal = 'retry' | 'not-token';
+
+/** Two refreshes, for whatever reason, are at least this far apart when a refused call asks (agent ms). */
+export const MIN_REFRESH_GAP_MS = 60_000;
 
 export interface TokenSourceDeps {
   clock: Clock;
@@ -81,6 +104,12 @@ export class CredentialsTokenSource implements TokenSource {
   private timer: Timer | undefined;
   private failures = 0;
   private running = false;
+  /** Agent-monotonic time the current token came into use: a 401 to a request sent before it is about an older token. */
+  private tokenSince = -Infinity;
+  private lastRefreshAt = -Infinity;
+  /** When a refused call last made us rotate; a call refused after that with the new token is not a token problem. */
+  private rotatedForCallAt: number | undefined;
+  private callRefusalsNotToken = false;
   /** The file a refusal came from: reloading it again would only be refused again. */
   private rejected: string | undefined;
   /** The fingerprint of the file `creds` came from (or were last saved to): what a refusal is about. */
@@ -107,6 +136,9 @@ export class CredentialsTokenSource implements TokenSource {
     this.creds = loadCredentials(this.settings, (m) => this.d.logger?.warn(m));
     this.loadedPrint = print;
     this.obtainedAt = this.estimateObtained(this.creds);
+    this.tokenSince = this.d.clock.now();
+    this.rotatedForCallAt = undefined;
+    this.callRefusalsNotToken = false;
     this.failures = 0;
     this.arm();
   }
@@ -132,6 +164,32 @@ export class CredentialsTokenSource implements TokenSource {
       });
     }
     return this.inFlight;
+  }
+
+  async callRefused(why: string, sentAt: number): Promise<CallRefusal> {
+    if (this.inFlight) {
+      await this.inFlight.catch(() => undefined);
+      return this.creds ? 'retry' : 'not-token';
+    }
+    if (sentAt < this.tokenSince && this.creds) return 'retry';
+    if (this.callRefusalsNotToken) return 'not-token';
+    if (this.rotatedForCallAt !== undefined && sentAt >= this.rotatedForCallAt) {
+      this.callRefusalsNotToken = true;
+      this.d.logger?.warn({ why }, 'a call was refused (401) with a token just refreshed for that reason: treating such refusals as refusals of the call, not of the token');
+      return 'not-token';
+    }
+    if (this.d.clock.now() - this.lastRefreshAt < MIN_REFRESH_GAP_MS) return 'not-token';
+    let result: RefreshResult;
+    try {
+      result = await this.refresh(why);
+    } catch {
+      return 'not-token';
+    }
+    if (result !== 'refreshed') return 'not-token';
+    this.rotatedForCallAt = this.tokenSince;
+    // The service asks for GET /v2/devices/me after every new authorization: the controller verifies it.
+    this.d.onRefreshed?.();
+    return 'retry';
   }
 
   /** Monotonic time the token was obtained: from the file's times, read against this unit's wall clock. */
@@ -168,6 +226,7 @@ export class CredentialsTokenSource implements TokenSource {
     const client = await this.d.client?.();
     if (!c?.refreshToken || !this.d.oauth || client === undefined) return 'unavailable';
     const before = this.loadedPrint;
+    this.lastRefreshAt = this.d.clock.now();
     let grant;
     try {
       grant = await this.d.oauth.refresh(client, c.refreshToken);
@@ -200,6 +259,7 @@ export class CredentialsTokenSource implements TokenSource {
     }
     this.creds = credentialsOf(file, c.source);
     this.obtainedAt = this.d.clock.now();
+    this.tokenSince = this.obtainedAt;
     this.failures = 0;
     this.d.logger?.info({ why, expiresInSeconds: grant.expiresInSeconds }, 'access token refreshed');
     this.arm();

@@ -14,7 +14,7 @@ import { HealthProbe, unreachable } from './reachability.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat/scheduler.js';
 import type { AttemptRecord } from './heartbeat/policy.js';
 import { loopHealthy } from './loop-health.js';
-import { Reauthorization } from './reauthorization.js';
+import { Reauthorization } from '../auth/reauthorization.js';
 import type { DaemonUnit } from './unit.js';
 import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
 

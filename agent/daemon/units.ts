@@ -116,7 +116,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     random: Math.random,
     logger,
     rateLimit: () => api.lastMeta?.rateLimit,
-    refresh: (why) => i.tokens.refresh(why),
+    unauthorized: (why, sentAt) => i.tokens.callRefused(why, sentAt),
     onSettled: () => status.refresh(),
   });
   const outboxUnit = new OutboxUnit(outbox, dispatcher, logger);

@@ -35,8 +35,12 @@ export interface DispatcherDeps {
   logger?: Logger;
   /** The service's latest rate-limit headers. */
   rateLimit?: () => RateLimitInfo | undefined;
-  /** After a 401: refresh the token ('refreshed' retries at once). */
-  refresh?: (why: string) => Promise<string>;
+  /**
+   * After a 401: the token source's verdict (auth/token-source.ts
+   * `callRefused`, the one 401 policy): 'retry' sends again at once with the
+   * newer token; anything else waits like any other failure.
+   */
+  unauthorized?: (why: string, sentAt: number) => Promise<string>;
   /** Items of one kind in flight at once (default 2). */
   window?: number;
   /** After every attempt, whatever its outcome (the status file shows the queue). */
@@ -156,6 +160,7 @@ export class Dispatcher {
 
   private async attempt(item: OutboxItem, ac: AbortController): Promise<void> {
     const worker = this.d.workers.find((w) => w.kind === item.kind);
+    const sentAt = this.d.clock.now();
     const outcome: Outcome = worker ? await worker.run(item, ac.signal).catch((err: unknown) => classify(err)) : { result: 'dead', reason: `no worker for kind '${item.kind}'` };
     if (!this.running) return;
     if (outcome.result === 'done') {
@@ -177,11 +182,15 @@ export class Dispatcher {
       this.d.logger?.warn({ id: item.id, kind: item.kind }, `outbox item dead-lettered: ${reason}`);
       return this.record(item, this.d.outbox.dead(item.id, reason));
     }
-    this.attempts.set(item.id, a);
-    if (e.kind === 'unauthorized' && this.d.refresh) {
-      const r = await this.d.refresh(`the service answered 401 (${item.kind})`).catch(() => 'failed');
-      if (r === 'refreshed') return;
+    if (e.kind === 'unauthorized' && this.d.unauthorized) {
+      const r = await this.d.unauthorized(`the service answered 401 (${item.kind})`, sentAt).catch(() => 'not-token');
+      if (r === 'retry') {
+        this.attempts.set(item.id, a);
+        return;
+      }
+      a.lastError = `${e.message}; not a token problem (the token in use was refreshed or is being verified), so this item waits like any refused call`;
     }
+    this.attempts.set(item.id, a);
     const now = this.d.clock.now();
     let wait: number;
     if (e.kind === 'rate-limited') {
@@ -195,6 +204,6 @@ export class Dispatcher {
       wait = backoffDelay({ baseMs: 5_000, capMs: WAIT_CAP_MS, floorMs: 1_000 }, this.failures, this.d.random);
     }
     this.waitUntil = Math.max(this.waitUntil, now + Math.min(wait, MAX_RETRY_AFTER_MS));
-    this.d.logger?.debug({ id: item.id, kind: item.kind, attempt: a.count, waitMs: Math.round(wait), err: e.message }, 'outbox item will be retried');
+    this.d.logger?.debug({ id: item.id, kind: item.kind, attempt: a.count, waitMs: Math.round(wait), err: a.lastError }, 'outbox item will be retried');
   }
 }

@@ -130,7 +130,7 @@ export class Rig {
   readonly settled: Array<{ at: number; inFlight: string[]; done: number; dead: number }> = [];
   rate: RateLimitInfo | undefined;
   readonly refreshCalls: string[] = [];
-  refreshAnswer: () => Promise<string> = async () => 'refreshed';
+  refreshAnswer: () => Promise<string> = async () => 'retry';
   d!: Dispatcher;
 
   constructor(
@@ -152,7 +152,7 @@ export class Rig {
       random: () => 0.5,
       logger: this.logger,
       rateLimit: () => this.rate,
-      refresh: async (why) => {
+      unauthorized: async (why: string) => {
         this.refreshCalls.push(why);
         return this.refreshAnswer();
       },

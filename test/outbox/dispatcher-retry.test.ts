@@ -173,7 +173,7 @@ describe('dispatcher and the rate-limit headers', () => {
 describe('dispatcher after a 401', () => {
   const unauthorized = (): Error => err('unauthorized', 'the service answered 401', { status: 401 });
 
-  it("refresh() is called; 'refreshed' retries at once", async () => {
+  it("the token source is asked (the one 401 policy); 'retry' sends again at once", async () => {
     const r = new Rig();
     const w = r.worker('channel-connect', failing(1, unauthorized));
     r.outbox.put('channel-connect');
@@ -184,8 +184,8 @@ describe('dispatcher after a 401', () => {
     expect(d.view().waitingUntil).toBeUndefined();
   });
 
-  it('any other answer, or a refresh that throws, waits like a failure', async () => {
-    for (const answer of [async () => 'failed', async () => 'unchanged', async (): Promise<string> => Promise.reject(new Error('token endpoint down'))]) {
+  it("'not-token', any other answer, or a verdict that throws, waits like a failure and says why", async () => {
+    for (const answer of [async () => 'not-token', async () => 'unchanged', async (): Promise<string> => Promise.reject(new Error('token endpoint down'))]) {
       const r = new Rig();
       r.refreshAnswer = answer;
       const w = r.worker('channel-connect', failing(1, unauthorized));
@@ -193,13 +193,14 @@ describe('dispatcher after a 401', () => {
       const d = await r.running();
       expect(r.refreshCalls).toHaveLength(1);
       expect(d.view().waitingUntil).toBe(r.t0 + 5_500);
+      expect(d.view().attempts['boot-1:1']?.lastError).toMatch(/not a token problem/);
       await drain(r);
       expect(starts(r, w)).toEqual([0, 5_500]);
     }
   });
 
   it('without a refresh it waits like a failure', async () => {
-    const r = new Rig([], { refresh: undefined });
+    const r = new Rig([], { unauthorized: undefined });
     const w = r.worker('channel-connect', failing(1, unauthorized));
     r.outbox.put('channel-connect');
     await r.running();
@@ -228,7 +229,7 @@ describe('dispatcher dead letter', () => {
     expect(w.calls).toHaveLength(50);
   });
 
-  it("a 401 that 'refreshed' every time is dead after MAX_ATTEMPTS too, with no wait", async () => {
+  it("a 401 whose verdict is 'retry' every time is still dead after MAX_ATTEMPTS (a token source that misbehaves cannot loop forever)", async () => {
     const r = new Rig();
     const w = r.worker('channel-connect', () => err('unauthorized', 'the service answered 401', { status: 401 }));
     r.outbox.put('channel-connect');

@@ -1,13 +1,14 @@
-// What the daemon does about a 401: refresh once, then verify with
+// The 401 policy for the calls that prove the authorization (GET
+// /v2/devices/me and heartbeats; other calls ask token-source.ts
+// `callRefused`): refresh once, then verify with
 // GET /v2/devices/me. A refusal of the refresh, or a 401 again to a request
 // made with the refreshed token, ends in needs-pairing, so a 401 can never
 // become a loop (every refresh spends a single-use refresh token). Without a
 // refresh token (C2C_TOKEN) one GET /v2/devices/me confirms a heartbeat's
 // 401 first, as before refresh existed.
-import type { TokenSource } from '../auth/token-source.js';
+import type { TokenSource } from './token-source.js';
 import type { Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
-import type { CheckWhy } from './controller-deps.js';
 
 export interface ReauthorizationHooks {
   /** Verify the token with GET /v2/devices/me now. */
@@ -41,7 +42,7 @@ export class Reauthorization {
   }
 
   /** A 401 to a request sent at `sentAt` (agent-monotonic). */
-  async unauthorized(e: AgentError, why: CheckWhy | 'heartbeat', sentAt: number): Promise<void> {
+  async unauthorized(e: AgentError, why: string, sentAt: number): Promise<void> {
     if (this.refresh.running || sentAt < this.refresh.doneAt) {
       // Sent with a token that a refresh replaced (or is replacing): ask again with the new one,
       // sharing a refresh under way, never starting another.
