@@ -1,9 +1,14 @@
 // The optional upload window, for cameras on metered or shared links: a cron
-// expression (wall clock, node-cron) opens it for a number of minutes, timed
-// on the monotonic clock. A cron is only as good as the wall clock, and a Pi
-// has no RTC: until the clock is known good (the service's Date header
-// agrees with it, or systemd-timesyncd says it synchronized) the window is
-// ignored and uploads run, rather than waiting for a time that may be wrong.
+// expression opens it for a number of minutes. node-cron only reads the
+// expression and says whether a wall-clock minute matches it; the agent's
+// own clock does the timing (a tick at each wall-clock minute, armed on the
+// injected monotonic clock), so --time-scale, the fake clocks of the tests and
+// an NTP step all behave, and nothing of node-cron's scheduler (its own
+// timers, its "missed execution" lines on the console) runs in the daemon.
+// A cron is only as good as the wall clock, and a Pi has no RTC: until the
+// clock is known good (the service's Date header agrees with it, or
+// systemd-timesyncd says it synchronized) the window is ignored and uploads
+// run, rather than waiting for a time that may be wrong.
 import { existsSync } from 'node:fs';
 import type { Clock, Timer } from '../lib/clock.js';
 import { configError } from '../lib/errors.js';
@@ -34,37 +39,67 @@ export interface UploadWindowOptions {
   logger?: Logger;
 }
 
-interface Task {
-  stop(): void | Promise<void>;
+interface Matcher {
   match(date: Date): boolean;
+  destroy(): void | Promise<void>;
 }
 
+const MINUTE_MS = 60_000;
+// node-cron would print through its own console logger; a task that is never started has nothing to say.
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
+
 export class UploadWindow {
-  private task: Task | undefined;
+  private matcher: Matcher | undefined;
   private openUntil = -Infinity;
-  private closeTimer: Timer | undefined;
+  private tick: Timer | undefined;
+  /** The wall-clock minute that last opened the window: a clock stepped back does not open it twice. */
+  private lastOpened: number | undefined;
+  private running = false;
 
   constructor(private readonly o: UploadWindowOptions) {}
 
   /** Loads node-cron (only when a window is configured); the expression was checked by checkUploadWindow. */
   async start(): Promise<void> {
     const cron = await import('node-cron');
-    const task = cron.schedule(this.o.cron, () => this.open(this.o.minutes * 60_000), { name: 'upload-window' });
-    this.task = task;
+    // createTask parses the expression and arms nothing until start(), which is never called.
+    this.matcher = cron.createTask(this.o.cron, () => undefined, { name: 'upload-window', logger: silent });
+    this.running = true;
     // Started inside a window (a reboot at night): open for what is left of it.
     const now = this.o.clock.wallNow();
     for (let m = 0; m < this.o.minutes; m++) {
-      const at = now - m * 60_000;
-      if (task.match(new Date(at - (at % 60_000)))) {
-        this.open(this.o.minutes * 60_000 - (now - (at - (at % 60_000))));
+      const minute = floorMinute(now - m * MINUTE_MS);
+      if (this.matcher.match(new Date(minute))) {
+        this.lastOpened = minute;
+        this.open(this.o.minutes * MINUTE_MS - (now - minute));
         break;
       }
     }
+    this.armTick();
   }
 
   stop(): void {
-    void this.task?.stop();
-    this.closeTimer?.cancel();
+    this.running = false;
+    this.tick?.cancel();
+    this.tick = undefined;
+    void this.matcher?.destroy();
+    this.matcher = undefined;
+  }
+
+  /** Wakes at the next wall-clock minute (agent ms on the monotonic clock), asks the expression, arms again. */
+  private armTick(): void {
+    if (!this.running) return;
+    const wall = this.o.clock.wallNow();
+    const realMs = floorMinute(wall) + MINUTE_MS - wall;
+    this.tick = this.o.clock.setTimer(() => {
+      this.tick = undefined;
+      const at = this.o.clock.wallNow();
+      const minute = floorMinute(at);
+      if (minute !== this.lastOpened && this.matcher?.match(new Date(minute))) {
+        this.lastOpened = minute;
+        this.open(this.o.minutes * MINUTE_MS - (at - minute));
+      }
+      this.armTick();
+    }, realMs * this.o.clock.scale);
   }
 
   /** Uploads may run now. */
@@ -79,6 +114,7 @@ export class UploadWindow {
     return existsSync(this.o.timesyncFlag ?? TIMESYNC_FLAG);
   }
 
+  /** Opens for `ms` of wall-clock time (real ms), measured on the monotonic clock. */
   private open(ms: number): void {
     if (ms <= 0) return;
     this.openUntil = Math.max(this.openUntil, this.o.clock.now() + ms * this.o.clock.scale);
@@ -86,3 +122,5 @@ export class UploadWindow {
     this.o.onOpen();
   }
 }
+
+const floorMinute = (wallMs: number): number => wallMs - (((wallMs % MINUTE_MS) + MINUTE_MS) % MINUTE_MS);
