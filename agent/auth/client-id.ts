@@ -5,10 +5,12 @@
 // or anything personal. Written only on first use, so a healthy agent does
 // not wear the SD card.
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { syncDirectory } from '../lib/atomic-write.js';
-import { configError } from '../lib/errors.js';
+import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
+import { AgentError, configError } from '../lib/errors.js';
+import { fsError, isFsError } from '../lib/fs-errors.js';
+import { oneLine } from '../lib/text.js';
 import type { Settings } from '../config/types.js';
 
 export const CLIENT_ID_STORE = 'agent-state';
@@ -27,7 +29,11 @@ export async function getClientId(
   // conf is loaded only here: most commands never need a generated id.
   const { default: Conf } = await import('conf');
   const sync = deps.syncDirectory ?? syncDirectory;
-  const dirExisted = existsSync(settings.stateDir);
+  const source = settings.sources.stateDir;
+  // conf reads its file whole with readFileSync: a FIFO there would block for
+  // good, a huge file fill memory. Look before it does.
+  const dirExisted = checkDirectorySync(settings.stateDir, { what: 'state dir', source });
+  checkRegularFileSync(file, { what: 'client id store', maxBytes: READ_LIMITS.small, source });
   try {
     const store = new Conf<{ clientId?: string }>({
       cwd: settings.stateDir,
@@ -50,7 +56,9 @@ export async function getClientId(
     }
     return { clientId, source: file };
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw configError(`cannot read or create the client id store ${file} (${code ?? (err as Error).message.replace(/\s+/g, ' ')})`, file);
+    if (err instanceof AgentError) throw err;
+    if (isFsError(err)) throw fsError(err, 'read or create the client id store', file, source);
+    // conf's own refusals (a file that is not JSON) carry no code.
+    throw configError(`cannot read or create the client id store ${file} (${oneLine((err as Error).message)})`, file);
   }
 }

@@ -1,8 +1,8 @@
 // The device model's client secret, which pairing, refresh and revoke send.
 // It must not be readable by ordinary users of the camera: a file readable
 // by group or others is refused (exit 78) with the fix, not used with a warning.
-import { readFileSync, statSync } from 'node:fs';
 import type { Settings } from '../config/types.js';
+import { READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
 import { configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 
@@ -12,26 +12,21 @@ export function readClientSecret(settings: Pick<Settings, 'clientSecretFile' | '
   if (file === undefined) {
     throw configError('no client secret: set --client-secret-file, C2C_CLIENT_SECRET_FILE or clientSecretFile in the config file (the device model\'s secret, issued by the service)', 'clientSecretFile');
   }
-  let st;
-  try {
-    st = statSync(file);
-  } catch (err) {
-    throw configError(`cannot read the client secret file ${file} from ${source} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, source);
-  }
-  if (!st.isFile()) throw configError(`the client secret file ${file} from ${source} is not a regular file`, source);
-  const mode = st.mode & 0o777;
-  if ((mode & 0o077) !== 0) {
-    throw configError(
-      `the client secret file ${file} has mode ${mode.toString(8).padStart(4, '0')}: group or others can read it; run \`chmod 600 ${file}\` (owned by the agent's user) and try again`,
-      source,
-    );
-  }
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw configError(`cannot read the client secret file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, source);
-  }
+  // The mode is judged on the file that was opened, before a byte of it is read.
+  const text = readBoundedTextSync(file, {
+    what: 'client secret file',
+    maxBytes: READ_LIMITS.secret,
+    source,
+    onStat: (st) => {
+      const mode = st.mode & 0o777;
+      if ((mode & 0o077) !== 0) {
+        throw configError(
+          `the client secret file ${file} has mode ${mode.toString(8).padStart(4, '0')}: group or others can read it; run \`chmod 600 ${file}\` (owned by the agent's user) and try again`,
+          source,
+        );
+      }
+    },
+  });
   registerSecret(text);
   const secret = text.trim();
   registerSecret(secret);

@@ -2,7 +2,8 @@
 // refresh possible) wins over the token file that pairing writes. Every
 // secret read here is registered with scrub() the moment it is read, so no
 // later log line, error or --json output can carry it.
-import { readFileSync, statSync } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { isMissing, READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import type { Settings } from '../config/types.js';
@@ -23,22 +24,21 @@ export interface Credentials {
 
 type Warn = (message: string) => void;
 
-const errnoCode = (err: unknown): string => (err as NodeJS.ErrnoException)?.code ?? 'error';
-
 function notPaired(file: string): AgentError {
   return new AgentError('unauthorized', `not paired: no credentials in ${file} and C2C_TOKEN is unset; run \`c2c-agent pair\``, { source: file });
 }
 
 /** Group- or world-readable secrets are a certification failure, but not worth refusing to run. */
-function checkMode(file: string, what: string, warn: Warn): void {
-  try {
-    const mode = statSync(file).mode & 0o777;
-    if ((mode & 0o077) !== 0) {
-      warn(`${what} ${file} has mode ${mode.toString(8).padStart(4, '0')}: other users can read it; run \`chmod 600 ${file}\``);
-    }
-  } catch {
-    // The read that follows reports a missing file; a stat race is not worth a second message.
+function checkMode(file: string, what: string, st: Stats, warn: Warn): void {
+  const mode = st.mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    warn(`${what} ${file} has mode ${mode.toString(8).padStart(4, '0')}: other users can read it; run \`chmod 600 ${file}\``);
   }
+}
+
+/** The token file's text, read within its bound; the mode is looked at on the file that was opened. */
+export function readCredentialsText(file: string, source: string | undefined, warn: Warn = () => {}): string {
+  return readBoundedTextSync(file, { what: 'credentials file', maxBytes: READ_LIMITS.credentials, source, onStat: (st) => checkMode(file, 'credentials file', st, warn) });
 }
 
 function optionalString(rec: Record<string, unknown>, key: string, file: string): string | undefined {
@@ -95,10 +95,14 @@ export function registerClientSecret(settings: Settings, warn: Warn = () => {}):
   const file = settings.clientSecretFile;
   if (!file) return;
   try {
-    const text = readFileSync(file, 'utf8');
+    const text = readBoundedTextSync(file, {
+      what: 'client secret file',
+      maxBytes: READ_LIMITS.secret,
+      source: settings.sources.clientSecretFile,
+      onStat: (st) => checkMode(file, 'client secret file', st, warn),
+    });
     registerSecret(text);
     registerSecret(text.trim());
-    checkMode(file, 'client secret file', warn);
   } catch {
     // see above
   }
@@ -113,13 +117,11 @@ export function loadCredentials(settings: Settings, warn: Warn = () => {}): Cred
   const file = settings.tokenFile;
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readCredentialsText(file, settings.sources.tokenFile, warn);
   } catch (err) {
-    const code = errnoCode(err);
-    if (code === 'ENOENT') throw notPaired(file);
-    throw configError(`cannot read credentials file ${file} (${code}); check its owner and mode, or set --token-file`, file);
+    if (isMissing(err)) throw notPaired(file);
+    throw err;
   }
-  checkMode(file, 'credentials file', warn);
   if (text.trim() === '') throw notPaired(file);
   const creds = parseCredentialsFile(text, file);
   if (creds === undefined) throw notPaired(file);

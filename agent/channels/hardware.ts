@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SystemClock, type Clock } from '../lib/clock.js';
 import { oneLine } from '../lib/text.js';
+import { READ_LIMITS, readBoundedText } from '../lib/bounded-read.js';
 
 export interface OsFacts {
   distro?: string;
@@ -142,7 +143,7 @@ function audioOf(list: unknown): AudioDeviceFacts[] | undefined {
 async function osFacts(files: string[]): Promise<OsFacts> {
   const out: OsFacts = { kernel: text(os.release()), arch: text(os.arch()) };
   for (const file of files) {
-    const body = await fs.readFile(file, 'utf8').catch(() => undefined);
+    const body = await readBoundedText(file, { what: 'os-release file', maxBytes: READ_LIMITS.small }).catch(() => undefined);
     if (body === undefined) continue;
     const vars = new Map<string, string>();
     for (const line of body.split('\n')) {

@@ -14,12 +14,12 @@ import { loadProfiles, selectProfile } from '../config/profiles.js';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
 import { SystemClock } from '../lib/clock.js';
+import { checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { AgentError, EXIT } from '../lib/errors.js';
-import { readOutbox } from '../outbox/reader.js';
+import { readQueueOf } from '../outbox/reader.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
-import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'channels [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -43,7 +43,10 @@ async function serviceChannels(settings: Settings): Promise<ServiceView> {
 
 async function recordOf(settings: Settings): Promise<{ map: ChannelMap; error?: string }> {
   try {
-    return { map: await new ChannelMapStore(settings.stateDir).load() };
+    const store = new ChannelMapStore(settings.stateDir);
+    // conf reads the record whole and blocking: a FIFO or a huge file there must be refused before it opens it.
+    checkRegularFileSync(store.file, { what: 'channel record', maxBytes: READ_LIMITS.small, source: `<state-dir>/channels.json, the state dir from ${settings.sources.stateDir ?? 'default'}` });
+    return { map: await store.load() };
   } catch (err) {
     return { map: {}, error: err instanceof Error ? err.message : String(err) };
   }
@@ -52,12 +55,12 @@ async function recordOf(settings: Settings): Promise<{ map: ChannelMap; error?: 
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
-    const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
+    const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
     const detected = detectChannels(profile.channels, settings.hostRoot);
     const [service, record, queue, hardware] = await Promise.all([
       serviceChannels(settings),
       recordOf(settings),
-      readOutbox(queueDirOf(settings.stateDir)),
+      readQueueOf(settings.stateDir, settings.sources.stateDir, settings.queueMaxBytes),
       hardwareFacts({ stateDir: settings.stateDir }),
     ]);
     const listed = service.reachable ? service.channels : [];

@@ -82,7 +82,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
     facts.firmwareVersion = settings.firmwareVersion;
     const firmwareSource = settings.sources.firmwareVersion ?? 'default';
-    const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, firmwareSource);
+    const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, firmwareSource);
     facts.profile = profile.id;
     const warnings: string[] = [];
     const creds = loadCredentials(settings, (w) => warnings.push(w));

@@ -1,7 +1,7 @@
 // Everything the CLI prints goes through here, so secrets are cut out in one
 // place: scrub() for registered secret values, redactObject() for secret keys.
 import { AgentError } from '../lib/errors.js';
-import { fsError, isFsError } from '../lib/fs-errors.js';
+import { uncaughtFsError } from '../lib/fs-errors.js';
 import { redactObject, scrub } from '../lib/secrets.js';
 
 export interface JsonResult {
@@ -40,7 +40,7 @@ export function printError(message: string): void {
  * A file-system error that no command caught with its own words is still a
  * mistake of the machine's, not a bug: it gets the one mapping (lib/fs-errors.ts).
  */
-const asAgentError = (err: unknown): unknown => (isFsError(err) ? fsError(err, `${err.syscall ?? 'use'}`) : err);
+const asAgentError = uncaughtFsError;
 
 export function describeError(err: unknown): { kind: string; message: string; status?: number; code?: string } {
   err = asAgentError(err);

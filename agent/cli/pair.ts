@@ -4,6 +4,9 @@
 // drive the flow), polls until the person approves, stores the credentials
 // durably, verifies them with GET /v2/devices/me and tells a running daemon
 // to use them at once. Ctrl-C or SIGTERM cancels at any step (130 / 143).
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
 import type { Device } from '../api/types.js';
 import { createServiceApi, type ServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
@@ -11,9 +14,13 @@ import { readClientSecret } from '../auth/client-secret.js';
 import { fileFromGrant, saveCredentials } from '../auth/credentials-store.js';
 import { pairDevice, type PairingEvent } from '../auth/pairing.js';
 import { loadSettings } from '../config/settings.js';
+import type { Settings } from '../config/types.js';
 import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
+import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { SystemClock } from '../lib/clock.js';
+import { ensureDir } from '../lib/ensure-dir.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
+import { fsError } from '../lib/fs-errors.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { describeError, fail, printError, printJsonLine } from './output.js';
 import { PairReporter } from './pair-report.js';
@@ -31,6 +38,46 @@ function timeoutOf(value: unknown): number {
   const n = typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
   if (!(n > 0)) throw usageError(`pair: --timeout '${String(value)}' must be a positive number of seconds; run c2c-agent pair --help`);
   return n;
+}
+
+/** About what writing the credentials takes (temp file, rename): a full disk fails here, not after the grant. */
+const PROBE_BYTES = 4096;
+
+/** Writes, flushes and removes a small file in `dir`: what saving the credentials will do there. Throws the raw fs error. */
+export async function writeProbe(dir: string): Promise<void> {
+  const file = path.join(dir, `.c2c-agent-write-probe.${process.pid}.${randomBytes(4).toString('hex')}`);
+  const handle = await fs.open(file, 'wx', 0o600);
+  try {
+    await handle.writeFile(Buffer.alloc(PROBE_BYTES));
+    await handle.sync();
+  } finally {
+    await handle.close().catch(() => undefined);
+    await fs.rm(file, { force: true });
+  }
+}
+
+/**
+ * Before the service is asked for a code: once it has issued tokens, a
+ * state dir that is missing, not a directory or not writable would lose the
+ * approved pairing. The state dir (and the token file's directory, when
+ * elsewhere) is made if missing (0700) and must take a write; the token file,
+ * if there, must be a regular file (rename cannot replace a directory).
+ */
+export async function prepareCredentialsDirs(settings: Pick<Settings, 'stateDir' | 'tokenFile' | 'sources'>, probe: (dir: string) => Promise<void> = writeProbe): Promise<void> {
+  const dirs = new Map([[settings.stateDir, { what: 'state dir', source: settings.sources.stateDir }]]);
+  const tokenDir = path.dirname(settings.tokenFile);
+  if (!dirs.has(tokenDir)) dirs.set(tokenDir, { what: 'directory of the credentials file', source: settings.sources.tokenFile });
+  for (const [dir, spec] of dirs) {
+    if (!checkDirectorySync(dir, spec)) {
+      await ensureDir(dir, 0o700).catch((err: unknown) => {
+        throw fsError(err, `create the ${spec.what}`, dir, spec.source);
+      });
+    }
+    await probe(dir).catch((err: unknown) => {
+      throw fsError(err, `write in the ${spec.what} (where the credentials will be stored)`, dir, spec.source);
+    });
+  }
+  checkRegularFileSync(settings.tokenFile, { what: 'credentials file', maxBytes: READ_LIMITS.credentials, source: settings.sources.tokenFile });
 }
 
 class Cancelled extends Error {
@@ -58,6 +105,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const timeoutS = timeoutOf(ctx.values.timeout);
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
     const clientSecret = readClientSecret(settings);
+    await prepareCredentialsDirs(settings);
     const { clientId } = await getClientId(settings);
     const clock = new SystemClock(settings.timeScale);
     let accessToken: string | undefined;
@@ -75,7 +123,10 @@ export async function run(ctx: CommandContext): Promise<number> {
     });
     storing = true;
     reporter.status('approved; storing the credentials…');
-    await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock));
+    await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock)).catch((err: unknown) => {
+      // Checked writable before the code was asked for, so something changed meanwhile; the grant is gone with this process.
+      throw fsError(err, 'store the approved credentials (pair again once this is fixed)', settings.tokenFile, settings.sources.tokenFile);
+    });
     accessToken = grant.accessToken;
     // The daemon hears of the new pair first: the old one was revoked by this pairing,
     // whatever the verification below says.

@@ -43,7 +43,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     ...(typeof firmware === 'string' ? { optionLabels: { firmwareVersion: '--firmware' } } : {}),
   });
   // Listed in firmware order, which is how selection reads them.
-  const profiles = loadProfiles(settings.profilesDir).sort((a, b) => compare(a.minFirmware, b.minFirmware));
+  const profiles = loadProfiles(settings.profilesDir, settings.sources.profilesDir).sort((a, b) => compare(a.minFirmware, b.minFirmware));
   const fw = settings.firmwareVersion;
   const fwSource = settings.sources.firmwareVersion ?? 'default';
   const facts = {

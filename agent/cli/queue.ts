@@ -9,12 +9,11 @@ import { readStatus } from '../daemon/runtime/status-file.js';
 import { processAlive } from '../daemon/runtime/run-lock.js';
 import { EXIT } from '../lib/errors.js';
 import { formatDuration } from '../lib/text.js';
-import { readOutbox } from '../outbox/reader.js';
+import { readQueueOf } from '../outbox/reader.js';
 import type { DispatcherView } from '../outbox/dispatcher.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
-import { queueDirOf } from '../outbox/location.js';
 import { UPLOAD_KIND, uploadView } from '../uploads/upload-item.js';
 import { formatBytes } from '../lib/text.js';
 
@@ -64,8 +63,7 @@ export function shown(item: OutboxItem, view: DispatcherView | undefined): Recor
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
-    const dir = queueDirOf(settings.stateDir);
-    const { items, stats } = await readOutbox(dir);
+    const { dir, items, stats } = await readQueueOf(settings.stateDir, settings.sources.stateDir, settings.queueMaxBytes);
     const view = daemonView(settings.runtimeDir);
     const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));
     const listed = listedItems(items).map((i) => shown(i, view));

@@ -2,11 +2,35 @@
 // (Type=notify). The daemon's wiring lives in agent/daemon/main.ts.
 import v8 from 'node:v8';
 import { loadSettings } from '../config/settings.js';
+import type { Settings } from '../config/types.js';
+import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
+import { queueDirOf } from '../outbox/location.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { agentVersion } from './version.js';
 
 export const usage = 'run';
 export const options = {} satisfies CommandOptions;
+
+/**
+ * The paths the daemon works in are what they should be, or absent (made
+ * when first written; no credentials means needs-pairing): a state dir that
+ * is a file, a token file that is a FIFO or a directory is exit 78 now, one
+ * line naming it and its setting, rather than a daemon that runs without its
+ * queue or waits on a pipe. Looked at only (stat): nothing is opened here.
+ */
+export function checkDaemonPaths(settings: Settings): void {
+  const { sources } = settings;
+  if (checkDirectorySync(settings.stateDir, { what: 'state dir', source: sources.stateDir })) {
+    checkDirectorySync(queueDirOf(settings.stateDir), { what: 'queue directory', source: `<state-dir>/queue, the state dir from ${sources.stateDir ?? 'default'}` });
+  }
+  checkDirectorySync(settings.runtimeDir, { what: 'runtime dir', source: sources.runtimeDir });
+  if (settings.token === undefined || settings.token === '') {
+    checkRegularFileSync(settings.tokenFile, { what: 'credentials file', maxBytes: READ_LIMITS.credentials, source: sources.tokenFile });
+  }
+  if (settings.clientSecretFile !== undefined) {
+    checkRegularFileSync(settings.clientSecretFile, { what: 'client secret file', maxBytes: READ_LIMITS.secret, source: sources.clientSecretFile });
+  }
+}
 
 export async function run(ctx: CommandContext): Promise<number> {
   // No TurboFan in the daemon: its code runs a few times a minute, never hot
@@ -17,6 +41,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   // The flag is read when V8 decides to optimize, so setting it here works.
   v8.setFlagsFromString('--no-opt');
   const settings = loadSettings(ctx.settingsOptions, ctx.env);
+  checkDaemonPaths(settings);
   const { runDaemon } = await import('../daemon/main.js');
   return runDaemon(settings, agentVersion());
 }

@@ -6,7 +6,8 @@ import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { processAlive } from '../daemon/runtime/run-lock.js';
-import { NEEDS_PAIRING_LINE, type DaemonSnapshot } from '../daemon/snapshot.js';
+import type { DaemonSnapshot } from '../core/state.js';
+import { NEEDS_PAIRING_LINE } from '../daemon/snapshot.js';
 import { formatDuration } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printError, printJson, printLine } from './output.js';
@@ -72,7 +73,7 @@ function queueSummary(byKind: Record<string, Record<string, { items: number }>>)
 export async function run(ctx: CommandContext): Promise<number> {
   const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
   const file = statusFile(settings.runtimeDir);
-  const read = readStatus(settings.runtimeDir);
+  const read = readStatus(settings.runtimeDir, settings.sources.runtimeDir);
   if (read.kind === 'missing') {
     return fail(new AgentError('unavailable', `daemon not running (no status file ${file}); start it with \`systemctl start c2c-agent\``), {
       json: ctx.json,
@@ -80,7 +81,8 @@ export async function run(ctx: CommandContext): Promise<number> {
     });
   }
   if (read.kind === 'unreadable') {
-    return fail(new AgentError('unavailable', `daemon status unknown: cannot read ${file} (${read.error})`), {
+    // A file that could not be read at all is a setting or a permission to fix (lib/fs-errors.ts); one read but not understood leaves the daemon unknown.
+    return fail(read.cause ?? new AgentError('unavailable', `daemon status unknown: cannot read ${file} (${read.error})`), {
       json: ctx.json,
       extra: { running: false, statusFile: file },
     });

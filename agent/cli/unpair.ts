@@ -3,17 +3,18 @@
 // forgets the credentials here (the file goes, durably) and puts a running
 // daemon into needs-pairing. Offline it still forgets locally, and says that
 // the service keeps listing the device until someone removes it there.
-import { readFileSync } from 'node:fs';
 import { createServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
-import { parseCredentialsFile } from '../auth/credentials.js';
+import { parseCredentialsFile, readCredentialsText } from '../auth/credentials.js';
 import { removeCredentials } from '../auth/credentials-store.js';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
 import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
 import { SystemClock } from '../lib/clock.js';
+import { isMissing } from '../lib/bounded-read.js';
 import { AgentError, EXIT } from '../lib/errors.js';
+import { fsError } from '../lib/fs-errors.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
@@ -24,13 +25,30 @@ export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
 /** Revocation is a courtesy to the service: a camera being decommissioned must not hang on it. */
 const REVOKE_TIMEOUT_MS = 10_000;
 
-function storedToken(file: string): string | undefined {
+type Stored = { kind: 'token'; token: string } | { kind: 'none'; why: string };
+
+/**
+ * The token to revoke. A file that is not there, or holds no token, leaves
+ * nothing to revoke; one that cannot be read (permissions, a FIFO, a
+ * directory, a wrong path) stops the command: it must not delete what it
+ * could not read, nor say there was nothing when it could not look.
+ */
+function storedToken(file: string, source: string | undefined): Stored {
+  let text: string;
   try {
-    const creds = parseCredentialsFile(readFileSync(file, 'utf8'), file);
+    text = readCredentialsText(file, source);
+  } catch (err) {
+    if (isMissing(err)) return { kind: 'none', why: `no credentials in ${file}: nothing to revoke here` };
+    throw err;
+  }
+  try {
+    const creds = parseCredentialsFile(text, file);
     // Revoking any token of the unit ends its whole authorization; the refresh token lives longest.
-    return creds?.refreshToken ?? creds?.accessToken;
-  } catch {
-    return undefined;
+    const token = creds?.refreshToken ?? creds?.accessToken;
+    return token === undefined ? { kind: 'none', why: `no token in ${file}: nothing to revoke here` } : { kind: 'token', token };
+  } catch (err) {
+    // Read but not understood: there is no token to send, and forgetting the file is what was asked.
+    return { kind: 'none', why: `${err instanceof Error ? err.message : String(err)}: nothing to revoke here` };
   }
 }
 
@@ -59,19 +77,25 @@ export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
     const file = settings.tokenFile;
-    const token = storedToken(file);
+    const stored = storedToken(file, settings.sources.tokenFile);
     const warnings: string[] = [];
     let revoked = false;
-    if (token === undefined) {
-      warnings.push(`no credentials in ${file}: nothing to revoke here`);
+    if (stored.kind === 'none') {
+      warnings.push(stored.why);
     } else if (settings.apiUrl === '') {
       warnings.push('no API URL configured: forgot the credentials here only; the service still lists the device (remove it in the app)');
     } else {
-      const r = await revoke(settings, token);
+      const r = await revoke(settings, stored.token);
       revoked = r.revoked;
       if (!r.revoked) warnings.push(`could not revoke at the service (${r.why}); forgot the credentials here only: the service still lists the device (remove it in the app)`);
     }
-    const removed = await removeCredentials(file);
+    let removed: boolean;
+    try {
+      removed = await removeCredentials(file);
+    } catch (err) {
+      const doing = revoked ? 'remove the credentials file (the authorization was revoked at the service)' : 'remove the credentials file';
+      throw fsError(err, doing, file, settings.sources.tokenFile);
+    }
     const nudge = nudgeDaemon(settings.runtimeDir);
     if (nudge.kind === 'denied') warnings.push(`run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) notices`);
     if (settings.token) warnings.push('C2C_TOKEN is set: the agent keeps using it until it is unset');

@@ -2,8 +2,8 @@
 // picks the device-model configuration from it, so a silently coerced value
 // ("v1.2" read as 1.2.0) would select the wrong model: we accept strict
 // semver only and name the source of anything else.
-import { readFileSync } from 'node:fs';
 import valid from 'semver/functions/valid.js';
+import { READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
 import { configError } from '../lib/errors.js';
 import { quote } from '../lib/text.js';
 
@@ -29,15 +29,13 @@ export function assertStrictSemver(value: string, source: string, what = 'firmwa
   return value;
 }
 
-/** Reads the first line of a firmware version file (CR/LF stripped, nothing else). */
-export function readFirmwareVersionFile(file: string): string {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
-    throw configError(`cannot read firmwareVersionFile ${file} (${code}): fix the path in the config file or remove the key`, file);
-  }
+/**
+ * Reads the first line of a firmware version file (CR/LF stripped, nothing
+ * else). `source` is the setting that named the file; a file past
+ * READ_LIMITS.firmwareVersion is refused before it is read.
+ */
+export function readFirmwareVersionFile(file: string, source = 'firmwareVersionFile'): string {
+  const text = readBoundedTextSync(file, { what: 'firmware version file', maxBytes: READ_LIMITS.firmwareVersion, source });
   const first = text.split(/\r?\n/, 1)[0] ?? '';
   return assertStrictSemver(first, `${file} (firmwareVersionFile)`);
 }

@@ -15,11 +15,13 @@ import type { ErrorObject } from 'ajv';
 import compare from 'semver/functions/compare.js';
 import gte from 'semver/functions/gte.js';
 import lt from 'semver/functions/lt.js';
+import { READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
 import { configError } from '../lib/errors.js';
+import { fsError } from '../lib/fs-errors.js';
 import { validate as matchesSchema } from './profile-schema-validator.js';
 import { HEARTBEAT_WINDOW_SECONDS } from '../lib/timing.js';
 import { isStrictSemver } from './firmware.js';
-import { quote } from '../lib/text.js';
+import { oneLine, quote } from '../lib/text.js';
 import type { ChannelSpec, FirmwareProfile } from './types.js';
 
 // Set by scripts/build.mjs: file name -> JSON text of the shipped profiles (not schema.json).
@@ -43,7 +45,9 @@ function describeAjvError(e: ErrorObject, data: unknown): string {
   let text = `${where} ${e.message ?? 'is invalid'}`;
   if (e.keyword === 'enum') text += ` (${(p.allowedValues as unknown[]).join(', ')})`;
   const value = e.instancePath.split('/').slice(1).reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], data);
-  if (value === null || ['string', 'number', 'boolean'].includes(typeof value)) text += `, got ${JSON.stringify(value)}`;
+  // A value from the file is shown cut and escaped (a 5 MiB name must not make a 5 MiB message).
+  if (typeof value === 'string') text += `, got ${quote(value)}`;
+  else if (value === null || ['number', 'boolean'].includes(typeof value)) text += `, got ${JSON.stringify(value)}`;
   else if (e.keyword === 'type') text += `, got ${Array.isArray(value) ? 'array' : typeof value}`;
   return text;
 }
@@ -65,7 +69,7 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw configError(`${file}: invalid JSON: ${(err as Error).message.replace(/\s+/g, ' ')}`, file);
+    throw configError(`${file}: invalid JSON: ${oneLine((err as Error).message)}`, file);
   }
   if (!matchesSchema(data)) {
     const first = matchesSchema.errors?.[0];
@@ -132,7 +136,7 @@ function checkSet(profiles: FirmwareProfile[]): void {
  * undefined (Settings.profilesDir's default). A schema.json in a custom
  * directory is ignored: profiles are always checked against the agent's own.
  */
-export function loadProfiles(dir?: string): FirmwareProfile[] {
+export function loadProfiles(dir?: string, source?: string): FirmwareProfile[] {
   let files: [string, string][];
   if (dir === undefined || dir === '') {
     files = Object.entries(builtinProfileFiles()).map(([name, text]) => [`${BUILTIN_LABEL}/${name}`, text]);
@@ -141,15 +145,11 @@ export function loadProfiles(dir?: string): FirmwareProfile[] {
     try {
       names = readdirSync(dir).filter((f) => f.endsWith('.json') && f !== SCHEMA_FILE).sort();
     } catch (err) {
-      throw configError(`cannot read profiles directory ${dir} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, dir);
+      throw fsError(err, 'list the profiles directory', dir, source);
     }
     files = names.map((name) => {
       const file = path.join(dir, name);
-      try {
-        return [file, readFileSync(file, 'utf8')];
-      } catch (err) {
-        throw configError(`cannot read profile ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`, file);
-      }
+      return [file, readBoundedTextSync(file, { what: 'firmware profile', maxBytes: READ_LIMITS.profile, ...(source !== undefined && { source }) })];
     });
   }
   if (files.length === 0) throw configError(`no firmware profiles (*.json) in ${dir === undefined || dir === '' ? BUILTIN_LABEL : dir}`, dir);

@@ -2,12 +2,12 @@
 // (contract.md, "Settings"). Everything is validated here, on load, so a bad
 // value stops the agent with exit 78 and one line naming the setting, the
 // value (unless secret) and where it came from.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { isMissing, READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
 import { configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile } from './firmware.js';
-import { quote } from '../lib/text.js';
+import { oneLine, quote } from '../lib/text.js';
 import type { Settings } from './types.js';
 import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWindow } from './setting-values.js';
 
@@ -93,21 +93,20 @@ export interface Found {
   baseDir: string;
 }
 
-function readConfig(file: string, explicit: boolean): Record<string, unknown> {
+function readConfig(file: string, explicit: boolean, source: string): Record<string, unknown> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readBoundedTextSync(file, { what: 'config file', maxBytes: READ_LIMITS.config, source });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'error';
     // The default file is optional: an unconfigured unit runs on env and options.
-    if (!explicit && code === 'ENOENT') return {};
-    throw configError(`cannot read config file ${file} (${code})`, file);
+    if (!explicit && isMissing(err)) return {};
+    throw err;
   }
   let data: unknown;
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw configError(`config file ${file} is not valid JSON: ${(err as Error).message.replace(/\s+/g, ' ')}`, file);
+    throw configError(`config file ${file} is not valid JSON: ${oneLine((err as Error).message)}`, file);
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw configError(`config file ${file} must hold a JSON object`, file);
@@ -124,7 +123,7 @@ function readConfig(file: string, explicit: boolean): Record<string, unknown> {
     }
     if (typeof value !== 'string') {
       const got = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-      throw configError(`config ${file} key ${key} must be a string, got ${got}`, file);
+      throw configError(`config ${file} key ${quote(key)} must be a string, got ${got}`, file);
     }
   }
   return obj;
@@ -141,7 +140,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const configFile = path.resolve(cwd, opts.config ?? envValue('C2C_CONFIG') ?? DEFAULT_CONFIG_FILE);
   const configSource = configFromOption ? label('config') : configFromEnv ? 'environment C2C_CONFIG' : 'default';
   if (opts.config === '') throw configError(`${label('config')} must not be empty`, label('config'));
-  const config = readConfig(configFile, configFromOption || configFromEnv);
+  const config = readConfig(configFile, configFromOption || configFromEnv, configSource);
   const configDir = path.dirname(configFile);
 
   const find = (k: Key): Found | undefined => {
@@ -178,7 +177,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
 
   const stateDir = pathSetting('stateDir', fromSystemd('STATE_DIRECTORY', '/var/lib/c2c-agent'));
   const runtimeDir = pathSetting('runtimeDir', fromSystemd('RUNTIME_DIRECTORY', '/run/c2c-agent'));
-  const tokenFile = pathSetting('tokenFile', () => ({ value: path.join(stateDir, 'credentials.json'), source: 'default (<state-dir>/credentials.json)' }));
+  const tokenFile = pathSetting('tokenFile', () => ({ value: path.join(stateDir, 'credentials.json'), source: `<state-dir>/credentials.json, the state dir from ${sources.stateDir ?? 'default'}` }));
   // '' means "the profiles shipped with the agent" (see profiles.ts).
   const profilesDir = pathSetting('profilesDir', () => ({ value: '', source: 'default (shipped profiles)' }));
   const hostRoot = pathSetting('hostRoot', () => ({ value: '/', source: 'default' }));
@@ -212,7 +211,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
     fwFound !== undefined
       ? { value: assertStrictSemver(fwFound.value, fwFound.source), source: fwFound.source }
       : fwFile !== undefined
-        ? { value: readFirmwareVersionFile(fwFile), source: `${fwFile} (firmwareVersionFile)` }
+        ? { value: readFirmwareVersionFile(fwFile, `config ${configFile} key firmwareVersionFile`), source: `${fwFile} (firmwareVersionFile)` }
         : { value: DEFAULT_FIRMWARE_VERSION, source: 'default' };
   sources.firmwareVersion = fw.source;
 

@@ -4,9 +4,10 @@
 // same as EACCES in `pair`, and none of them becomes "internal error" (exit 1
 // stays for bugs). Codes that say the path is wrong, unreadable or on a
 // read-only mount are configuration errors (78); a full disk or no free file
-// descriptors may pass by themselves, so they are temporary (75).
+// descriptors may pass by themselves, so they are temporary (75). What is not
+// a file-system error at all is a bug, and stays one (exit 1).
 import { AgentError, type ErrorKind } from './errors.js';
-import { quote } from './text.js';
+import { quotePath } from './text.js';
 
 interface Meaning {
   kind: ErrorKind;
@@ -32,6 +33,34 @@ const MEANINGS: Record<string, Meaning> = {
   EIO: { kind: 'disk', reason: 'input/output error', advice: 'check the storage card; try again' },
   EBUSY: { kind: 'disk', reason: 'device or resource busy', advice: 'try again' },
   EAGAIN: { kind: 'disk', reason: 'resource temporarily unavailable', advice: 'try again' },
+  ENOTEMPTY: { kind: 'config', reason: 'is a directory that is not empty', advice: 'check the path' },
+  EXDEV: { kind: 'config', reason: 'crosses file systems', advice: 'keep the file and its directory on one file system' },
+  ETXTBSY: { kind: 'disk', reason: 'is busy (a running program)', advice: 'try again' },
+  EFBIG: { kind: 'disk', reason: 'file too large for the file system', advice: 'free space or check the file system' },
+  EINVAL: { kind: 'config', reason: 'is not something this operation works on', advice: 'check the path' },
+};
+
+/** What the agent was doing, from the failed call's name, for errors no command put in its own words. */
+const SYSCALLS: Record<string, string> = {
+  open: 'open',
+  read: 'read',
+  write: 'write',
+  scandir: 'list the directory',
+  opendir: 'list the directory',
+  mkdir: 'create the directory',
+  rmdir: 'remove the directory',
+  unlink: 'remove',
+  rename: 'rename',
+  stat: 'look at',
+  lstat: 'look at',
+  fstat: 'look at',
+  fsync: 'flush to disk',
+  ftruncate: 'truncate',
+  link: 'link',
+  copyfile: 'copy',
+  chmod: 'change the mode of',
+  chown: 'change the owner of',
+  access: 'access',
 };
 
 export interface ErrnoLike {
@@ -42,13 +71,23 @@ export interface ErrnoLike {
 
 /** True for Node's system errors (they carry a string `code` like 'ENOENT' and an errno). */
 export function isFsError(err: unknown): err is ErrnoLike & Error {
-  if (!(err instanceof Error)) return false;
+  // Not `instanceof Error`: an error from another realm (node:vm, jest's module sandbox) fails that test.
+  if (typeof err !== 'object' || err === null) return false;
   const e = err as Partial<ErrnoLike> & { errno?: unknown };
   return typeof e.code === 'string' && /^E[A-Z0-9]+$/.test(e.code) && (typeof e.errno === 'number' || typeof e.syscall === 'string');
 }
 
 /** The error's code when it is a file-system error, else undefined. */
 export const fsCode = (err: unknown): string | undefined => (isFsError(err) ? err.code : undefined);
+
+/** The code of a raw file-system error or of the AgentError fsError() made of one ('ENOENT'). */
+export const errnoOf = (err: unknown): string | undefined => fsCode(err) ?? (err instanceof AgentError ? err.details.code : undefined);
+
+/** An error no command caught with its own words: the mapping with the failed call's name (a bug stays a bug). */
+export function uncaughtFsError(err: unknown): unknown {
+  if (!isFsError(err)) return err;
+  return fsError(err, SYSCALLS[err.syscall ?? ''] ?? `use (${err.syscall ?? 'a file'})`);
+}
 
 /**
  * One line for a failed file-system call: "cannot write the queue in
@@ -58,11 +97,17 @@ export const fsCode = (err: unknown): string | undefined => (isFsError(err) ? er
  * (defaults to the one in the error); `source` names the setting that gave it.
  */
 export function fsError(err: unknown, doing: string, file?: string, source?: string): AgentError {
-  const e = (isFsError(err) ? err : {}) as Partial<ErrnoLike>;
+  if (err instanceof AgentError) return err;
+  if (!isFsError(err)) {
+    // Not the file system's doing: a bug, which must not be dressed as a disk fault.
+    const what = err instanceof Error ? err.message : String(err);
+    return new AgentError('internal', `internal error while trying to ${doing}: ${what}; please report`, { cause: err });
+  }
+  const e: Partial<ErrnoLike> = err;
   const code = e.code ?? 'EIO';
   const at = file ?? e.path;
   const m = MEANINGS[code] ?? { kind: 'config' as ErrorKind, reason: `failed`, advice: 'check the path and its permissions' };
-  const where = at === undefined ? '' : ` ${quote(at)}`;
+  const where = at === undefined ? '' : ` ${quotePath(at)}`;
   const from = source === undefined ? '' : ` (from ${source})`;
   const message = `cannot ${doing}${where}${from}: ${m.reason} (${code}); ${m.advice}`;
   return new AgentError(m.kind, message, { code, ...(at !== undefined ? { source: source ?? at } : source !== undefined ? { source } : {}) });

@@ -26,6 +26,19 @@ export function quote(value: string, max = MAX_QUOTED): string {
   return `'${JSON.stringify(value.slice(0, max)).slice(1, -1)}…' (${value.length} chars)`;
 }
 
+const MAX_PATH_SHOWN = 160;
+const PATH_HEAD = 40;
+
+/**
+ * A path, quoted like quote(); a very long one keeps its start and its end,
+ * where the file's own name is: '/var/lib/…/queue/seg-000001.log' (5000 chars).
+ */
+export function quotePath(p: string): string {
+  if (p.length <= MAX_PATH_SHOWN) return quote(p, MAX_PATH_SHOWN);
+  const esc = (s: string): string => JSON.stringify(s).slice(1, -1);
+  return `'${esc(p.slice(0, PATH_HEAD))}…${esc(p.slice(p.length - (MAX_PATH_SHOWN - PATH_HEAD)))}' (${p.length} chars)`;
+}
+
 /** Compact, for status lines and tables: "45s", "2m13s", "1h02m". */
 export function formatDuration(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));

@@ -1,8 +1,9 @@
 // The outbox's file operations on the real file system. Files are created
 // 0600 and the queue directory 0700: the queue holds what the unit reports
 // about its cameras, for this user only.
-import { promises as fs } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
 import { syncDirectory } from '../lib/atomic-write.js';
+import { readBoundedFile } from '../lib/bounded-read.js';
 import { ensureDir } from '../lib/ensure-dir.js';
 import type { OutboxFs } from './types.js';
 
@@ -10,10 +11,12 @@ export function nodeOutboxFs(): OutboxFs {
   return {
     mkdir: (dir) => ensureDir(dir, 0o700),
     readdir: (dir) => fs.readdir(dir),
-    readFile: (file) => fs.readFile(file),
+    // A FIFO or device under a segment's name must not block the open, nor /dev/zero fill memory.
+    readFile: (file, maxBytes) => readBoundedFile(file, { what: 'queue segment', maxBytes }),
     append: (file, data) => fs.appendFile(file, data, { mode: 0o600 }),
     async fsync(file) {
-      const handle = await fs.open(file, 'r');
+      // Non-blocking, like the read: only segments that read as regular files get here, but one may be swapped meanwhile.
+      const handle = await fs.open(file, constants.O_RDONLY | constants.O_NONBLOCK);
       try {
         await handle.sync();
       } finally {

@@ -10,7 +10,7 @@ import { copyItem, Ledger, type Entry } from './ledger.js';
 import { nodeOutboxFs } from './node-fs.js';
 import { copyRecord, encodeRecord, type CountersRecord, type OutboxRecord, type PutRecord } from './record.js';
 import { recover } from './replay.js';
-import { segmentPath } from './segments.js';
+import { segmentPath, segmentReadLimit } from './segments.js';
 import { victimsFor } from './cap.js';
 import { copyForwardPlan, reclaim } from './upkeep.js';
 import type { OutboxFs, OutboxItem, OutboxStats, PutOptions } from './types.js';
@@ -74,9 +74,9 @@ export class Outbox {
     if (this.s !== undefined) throw new Error('outbox already open');
     const fs = this.o.fs ?? nodeOutboxFs();
     const logger = this.o.logger ?? createLogger('silent');
-    const r = await recover(fs, this.o.dir, logger);
     const cap = this.o.capBytes ?? OUTBOX_DEFAULTS.capBytes;
     const segmentBytes = this.o.segmentBytes ?? OUTBOX_DEFAULTS.segmentBytes;
+    const r = await recover(fs, this.o.dir, logger, segmentReadLimit(segmentBytes, cap));
     const ledger = r.ledger;
     const writer = new GroupWriter({
       fs,

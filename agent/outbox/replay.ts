@@ -4,6 +4,7 @@
 // segment is moved aside whole so one bad block never stops the agent. The
 // read-only view (reader.ts) uses the same scan and changes nothing.
 import path from 'node:path';
+import { fsError } from '../lib/fs-errors.js';
 import type { Logger } from '../lib/logger.js';
 import { Ledger } from './ledger.js';
 import { listSegments, QUARANTINE_DIR, scanSegment, segmentName, segmentPath, codeOf, type Scanned } from './segments.js';
@@ -18,16 +19,27 @@ export interface Recovered {
   uncut: Array<{ no: number; length: number }>;
 }
 
-/** Every segment read and scanned, in order; `scanned` is undefined for one that vanished meanwhile. */
-export async function readSegments(fs: OutboxFs, dir: string): Promise<Array<{ no: number; scanned: Scanned | undefined }>> {
-  const nos = await listSegments(fs, dir);
+/**
+ * Every segment read and scanned, in order; `scanned` is undefined for one
+ * that vanished meanwhile. A directory that cannot be listed is one line
+ * naming it (lib/fs-errors.ts); `maxBytes` bounds each segment's read
+ * (segmentReadLimit).
+ */
+export async function readSegments(fs: OutboxFs, dir: string, maxBytes: number): Promise<Array<{ no: number; scanned: Scanned | undefined }>> {
+  let nos: number[];
+  try {
+    nos = await listSegments(fs, dir);
+  } catch (err) {
+    throw fsError(err, 'list the queue directory', dir);
+  }
   const out: Array<{ no: number; scanned: Scanned | undefined }> = [];
   for (const no of nos) {
     let bytes: Uint8Array;
     try {
-      bytes = await fs.readFile(segmentPath(dir, no));
+      bytes = await fs.readFile(segmentPath(dir, no), maxBytes);
     } catch (err) {
-      // A file that cannot be read (a bad block: EIO) is as corrupt as one that reads wrong.
+      // A file that cannot be read (a bad block: EIO), or is no segment at all (a FIFO, a device,
+      // a file past the bound), is as corrupt as one that reads wrong: moved aside, never waited on.
       out.push({ no, scanned: codeOf(err) === 'ENOENT' ? undefined : { records: [], good: 0, status: 'corrupt' } });
       continue;
     }
@@ -42,10 +54,10 @@ export async function readSegments(fs: OutboxFs, dir: string): Promise<Array<{ n
  * not stop the open: the cut waits for the first write, the move for the
  * next open.
  */
-export async function recover(fs: OutboxFs, dir: string, logger: Logger): Promise<Recovered> {
-  const refused = (what: string) => (err: unknown) => logger.warn({ err: String(err), code: codeOf(err) }, `outbox: cannot ${what} at open; going on`);
+export async function recover(fs: OutboxFs, dir: string, logger: Logger, maxBytes: number): Promise<Recovered> {
+  const refused = (what: string) => (err: unknown) => logger.warn({ err: err instanceof Error ? err.message : String(err), code: codeOf(err) }, `outbox: cannot ${what} at open; going on`);
   await fs.mkdir(dir).catch(refused('create the queue directory'));
-  const segs = await readSegments(fs, dir);
+  const segs = await readSegments(fs, dir, maxBytes);
   const ledger = new Ledger();
   const corrupt: Array<{ no: number; scanned: Scanned; to: string }> = [];
   const uncut: Recovered['uncut'] = [];

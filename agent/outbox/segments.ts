@@ -3,10 +3,22 @@
 // previous one's records are fsynced: so only the newest segment can end in
 // a torn record, and a bad record anywhere else is rot, not a power cut.
 import path from 'node:path';
+import { errnoOf } from '../lib/fs-errors.js';
 import type { OutboxFs } from './types.js';
 import { HEADER_BYTES, readRecord, type OutboxRecord } from './record.js';
 
 export const QUARANTINE_DIR = 'quarantine';
+
+/**
+ * The most a segment file can hold, so a read of one is bounded: a segment
+ * is closed at segmentBytes, but the first item of one goes in whatever its
+ * size, and an item is at most the cap (cap.ts); the rest is room for the
+ * counters and end records around it. A larger file under a segment's name
+ * was not written by the outbox (or under a larger cap) and reads as corrupt.
+ */
+export function segmentReadLimit(segmentBytes: number, capBytes: number): number {
+  return segmentBytes + capBytes + 64 * 1024;
+}
 
 const NAME = /^seg-(\d{6,})\.log$/;
 
@@ -83,5 +95,6 @@ function goodRecordAfter(bytes: Uint8Array, from: number): number | undefined {
 }
 
 export function codeOf(err: unknown): string | undefined {
-  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : undefined;
+  // An AgentError from lib/bounded-read.ts keeps the code in its details.
+  return typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : errnoOf(err);
 }

@@ -62,7 +62,8 @@ export interface OutboxStats {
 export interface OutboxFs {
   mkdir(dir: string): Promise<void>;
   readdir(dir: string): Promise<string[]>;
-  readFile(file: string): Promise<Uint8Array>;
+  /** The whole file; one that is not a regular file of at most `maxBytes` is refused (it is then treated as corrupt). */
+  readFile(file: string, maxBytes: number): Promise<Uint8Array>;
   /** Appends at the end, creating the file if needed (mode 0600). */
   append(file: string, data: Uint8Array): Promise<void>;
   /** Makes the file's data durable. */

@@ -5,11 +5,16 @@
 // with a few bytes instead of the whole list again.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { MAX_RESPONSE_BYTES } from '../api/transport.js';
 import { writeFileAtomic } from '../lib/atomic-write.js';
+import { readBoundedText } from '../lib/bounded-read.js';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { registerSecret } from '../lib/secrets.js';
 
 export const UPLOAD_URLS_DIR = 'uploads';
+
+/** The list came in one answer of at most MAX_RESPONSE_BYTES, and the file is its JSON again: twice that is room to spare. */
+const MAX_FILE_BYTES = 2 * MAX_RESPONSE_BYTES;
 
 export class UploadUrls {
   constructor(private readonly queueDir: string) {}
@@ -27,7 +32,7 @@ export class UploadUrls {
   /** The URLs, or undefined when the file is gone or unreadable (the upload then starts over with a new asset). */
   async load(assetId: string): Promise<string[] | undefined> {
     try {
-      const urls: unknown = JSON.parse(await fs.readFile(this.file(assetId), 'utf8'));
+      const urls: unknown = JSON.parse(await readBoundedText(this.file(assetId), { what: 'upload URL list', maxBytes: MAX_FILE_BYTES }));
       if (!Array.isArray(urls) || urls.length === 0 || !urls.every((u) => typeof u === 'string')) return undefined;
       for (const u of urls) registerSecret(u as string);
       return urls as string[];

@@ -14,12 +14,20 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../lib/atomic-write.js';
+import { readBoundedText, TOO_LARGE } from '../lib/bounded-read.js';
 import { AgentError } from '../lib/errors.js';
+import { errnoOf, fsError } from '../lib/fs-errors.js';
 import type { Logger } from '../lib/logger.js';
 
 export const UPLOADED_INDEX_FILE = 'uploaded.json';
 export const MAX_ENTRIES = 5000;
 const VERSION = 1;
+/**
+ * The most the file can hold: an entry is four JSON numbers, each at most 24
+ * characters (a float mtime, a 2^53 inode), so 128 bytes is room to spare.
+ * A larger file is no index this agent wrote and is treated as corrupt.
+ */
+const MAX_FILE_BYTES = MAX_ENTRIES * 128 + 4096;
 
 export interface FileIdentity {
   dev: number;
@@ -89,12 +97,14 @@ export class UploadedIndex {
   async load(): Promise<void> {
     let text: string;
     try {
-      text = await fs.readFile(this.file, 'utf8');
+      text = await readBoundedText(this.file, { what: 'upload index', maxBytes: MAX_FILE_BYTES });
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
+      const code = errnoOf(err);
+      // A regular file too large to be an index is damage, like one that does not parse.
+      if (code === TOO_LARGE) return this.recoverFromCorrupt();
       if (code !== 'ENOENT') {
-        // Starting empty here would send every file again: stop instead.
-        throw new AgentError('config', `cannot read the upload index ${this.file} (${code ?? String(err)})`, { source: this.file });
+        // Starting empty here would send every file again (and a FIFO must not be waited on): stop instead.
+        throw fsError(err, 'read the upload index', this.file);
       }
       this.entries = new Map();
       this.watermark = undefined;

@@ -36,6 +36,6 @@ describe('firmware version sources', () => {
     const missing = `${tmp.dir}/nope`;
     const err = configFailure(() => readFirmwareVersionFile(missing));
     expect(err.exitCode).toBe(78);
-    expect(err.message).toContain(`firmwareVersionFile ${missing} (ENOENT)`);
+    expect(err.message).toContain(`firmware version file '${missing}' (from firmwareVersionFile): does not exist (ENOENT)`);
   });
 });

@@ -112,7 +112,7 @@ describe('broken profiles: exit 78 naming file and field', () => {
 
   it('wrong field type', () => {
     expect(parseFails(broken((x) => (x.channels = 'video'))))
-      .toBe('firmware-profiles/x.json: /channels must be array, got "video"');
+      .toBe("firmware-profiles/x.json: /channels must be array, got 'video'");
     expect(parseFails(broken((x) => (x.heartbeat = [])))).toContain('/heartbeat must be object, got array');
   });
 
@@ -123,7 +123,7 @@ describe('broken profiles: exit 78 naming file and field', () => {
 
   it('missing field, bad enum, bad detection path', () => {
     expect(parseFails(broken((x) => delete x.minFirmware))).toContain('/minFirmware is required');
-    expect(parseFails(broken((x) => (x.channels[0].assetType = 'photo')))).toContain('/channels/0/assetType must be equal to one of the allowed values (video, audio, data), got "photo"');
+    expect(parseFails(broken((x) => (x.channels[0].assetType = 'photo')))).toContain("/channels/0/assetType must be equal to one of the allowed values (video, audio, data), got 'photo'");
     expect(parseFails(broken((x) => (x.channels[0].detect.anyPath = ['/dev/video0'])))).toContain('/channels/0/detect/anyPath/0 must match pattern');
     expect(parseFails(broken((x) => (x.channels[0].detect.anyPath = ['dev/../etc'])))).toContain('/channels/0/detect/anyPath/0');
   });

@@ -123,7 +123,7 @@ describe('config errors: exit 78, one line naming the setting and its source', (
 
   it('wrong type', () => {
     const f = configWith('type.json', { apiUrl: 'https://a.example', logLevel: 3 });
-    expect(fails({}, { C2C_CONFIG: f })).toBe(`config ${f} key logLevel must be a string, got number`);
+    expect(fails({}, { C2C_CONFIG: f })).toBe(`config ${f} key 'logLevel' must be a string, got number`);
   });
 
   it('invalid JSON and non-object JSON', () => {
@@ -134,8 +134,8 @@ describe('config errors: exit 78, one line naming the setting and its source', (
   });
 
   it('missing explicitly named config file, by option or environment', () => {
-    expect(fails({ config: noConfig })).toBe(`cannot read config file ${noConfig} (ENOENT)`);
-    expect(fails({}, { C2C_CONFIG: noConfig })).toBe(`cannot read config file ${noConfig} (ENOENT)`);
+    expect(fails({ config: noConfig })).toBe(`cannot read the config file '${noConfig}' (from --config): does not exist (ENOENT); check the path (or create it)`);
+    expect(fails({}, { C2C_CONFIG: noConfig })).toBe(`cannot read the config file '${noConfig}' (from environment C2C_CONFIG): does not exist (ENOENT); check the path (or create it)`);
   });
 
   it('missing apiUrl', () => {

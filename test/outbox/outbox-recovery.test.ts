@@ -120,7 +120,7 @@ describe('outbox recovery at open', () => {
     const victim = h.segments()[0]!;
     const fs = h.sim.mount();
     const eio = (): Promise<never> => Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' }));
-    const ob = new Outbox({ dir: DIR, fs: { ...fs, readFile: (f) => (f.endsWith(victim) ? eio() : fs.readFile(f)) }, clock: h.clock, bootId: 'boot-1', logger: h.logger });
+    const ob = new Outbox({ dir: DIR, fs: { ...fs, readFile: (f, max) => (f.endsWith(victim) ? eio() : fs.readFile(f, max)) }, clock: h.clock, bootId: 'boot-1', logger: h.logger });
     await ob.open();
     expect(ob.stats().quarantined).toBe(1);
     expect(h.sim.list(`${DIR}/${QUARANTINE_DIR}`)).toEqual([victim]);

@@ -1,7 +1,8 @@
 // last-heartbeat.json in the runtime dir: the previous attempt, so a
 // restarted daemon still keeps the 60 s rule. On tmpfs, like the status.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
+import { errnoOf } from '../../lib/fs-errors.js';
 import type { AttemptRecord } from '../heartbeat/policy.js';
 import { FileSink } from './file-sink.js';
 
@@ -30,9 +31,10 @@ export type AttemptRead = { kind: 'missing' } | { kind: 'unreadable'; error: str
 export function readLastAttempt(runtimeDir: string, timeScale: number): AttemptRead {
   let text: string;
   try {
-    text = readFileSync(path.join(runtimeDir, ATTEMPT_FILE), 'utf8');
+    // A FIFO in its place must not stop the daemon before it handles signals: it reads as unreadable.
+    text = readBoundedTextSync(path.join(runtimeDir, ATTEMPT_FILE), { what: 'attempt record', maxBytes: READ_LIMITS.small });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoOf(err);
     return code === 'ENOENT' ? { kind: 'missing' } : { kind: 'unreadable', error: code ?? String(err) };
   }
   let raw: unknown;

@@ -3,8 +3,9 @@
 // would see two heartbeats inside a minute. The lock names its owner by pid
 // and /proc start time, so a lock left by a crash or kill -9 (or whose pid
 // the kernel has since given to another process) is taken over, not obeyed.
-import { linkSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
 import { configError } from '../../lib/errors.js';
 import { procStartOf, procStatOf, type ProcStat } from './proc.js';
 
@@ -50,9 +51,10 @@ export function processAlive(pid: number, procStart: string | undefined, probe: 
   return procStart === undefined || stat.start === procStart;
 }
 
+/** The lock's text; anything that is not a small regular file (a FIFO, a device) reads as no owner, so it is stale. */
 function readText(file: string): string | undefined {
   try {
-    return readFileSync(file, 'utf8');
+    return readBoundedTextSync(file, { what: 'run lock', maxBytes: READ_LIMITS.small });
   } catch {
     return undefined;
   }

@@ -1,9 +1,11 @@
 // status.json in the runtime dir (tmpfs, cleared at boot): the daemon's
 // live state for `c2c-agent status`. Nothing here goes to the state dir, so a
 // healthy camera never writes to its SD card.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { DaemonSnapshot } from '../snapshot.js';
+import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
+import { AgentError } from '../../lib/errors.js';
+import { errnoOf } from '../../lib/fs-errors.js';
+import type { DaemonSnapshot } from '../../core/state.js';
 import { FileSink } from './file-sink.js';
 
 export const STATUS_FILE = 'status.json';
@@ -16,15 +18,22 @@ export function createStatusSink(runtimeDir: string, onError?: (err: unknown) =>
   return new FileSink<DaemonSnapshot>(statusFile(runtimeDir), onError);
 }
 
-export type StatusRead = { kind: 'missing' } | { kind: 'unreadable'; error: string } | { kind: 'ok'; snapshot: DaemonSnapshot };
+/**
+ * 'unreadable' with `cause`: the file could not be read at all (permissions,
+ * a FIFO or device in its place, a runtime dir that is not a directory), one
+ * line naming it; without: it was read but is not a status file.
+ */
+export type StatusRead = { kind: 'missing' } | { kind: 'unreadable'; error: string; cause?: AgentError } | { kind: 'ok'; snapshot: DaemonSnapshot };
 
-export function readStatus(runtimeDir: string): StatusRead {
+/** `source`: the setting that gave the runtime dir, for messages. */
+export function readStatus(runtimeDir: string, source?: string): StatusRead {
   let text: string;
   try {
-    text = readFileSync(statusFile(runtimeDir), 'utf8');
+    text = readBoundedTextSync(statusFile(runtimeDir), { what: 'status file', maxBytes: READ_LIMITS.status, source });
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' ? { kind: 'missing' } : { kind: 'unreadable', error: code ?? String(err) };
+    const code = errnoOf(err);
+    if (code === 'ENOENT') return { kind: 'missing' };
+    return err instanceof AgentError ? { kind: 'unreadable', error: code ?? err.message, cause: err } : { kind: 'unreadable', error: String(err) };
   }
   try {
     const snap = JSON.parse(text) as DaemonSnapshot;
