@@ -2,6 +2,8 @@
 // {code, errors: [{code, detail, status, title}], message}, every part
 // optional; servers, proxies and load balancers also answer with HTML, empty
 // bodies or JSON of another shape, so nothing here trusts a field's type.
+import type { IncomingMessage, InformationEvent } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { AgentError, type ErrorKind, type RateLimitInfo } from '../lib/errors.js';
 import { oneLine } from '../lib/text.js';
 import { parseRetryAfter, retryDelayFromWindow, type HeaderBag } from './rate-limit.js';
@@ -52,7 +54,8 @@ export function kindForStatus(status: number, legacy: LegacyError): ErrorKind {
     return paused ? 'paused' : 'conflict';
   }
   if (status === 429) return 'rate-limited';
-  if (status >= 500) return 'server';
+  // 5xx only: a status past 599 is no HTTP status, so no promise that a retry helps.
+  if (status >= 500 && status <= 599) return 'server';
   return 'protocol';
 }
 
@@ -90,6 +93,35 @@ export function errorForStatus(ctx: StatusContext): AgentError {
     else if (kind === 'rate-limited') details.retryAfterMs = retryDelayFromWindow(ctx.rateLimit);
   }
   return new AgentError(kind, oneLine(message, 400), details);
+}
+
+/**
+ * An answer no endpoint of the service or of storage gives: a 1xx. The one
+ * interim answer HTTP/1.1 clients meet in the normal course is 100 Continue,
+ * and only after asking for it; anything else (101 Switching Protocols from
+ * a misconfigured proxy or a captive portal above all, 102, 103) means
+ * something in the way is not speaking the contract, whatever follows it.
+ */
+export function unexpectedAnswer(what: string, status: number): AgentError {
+  return new AgentError('protocol', `${what}: answered HTTP ${status}, which neither the service nor storage sends (a proxy or captive portal in the way?); refused`, { status, source: what });
+}
+
+/**
+ * Refuses every 1xx but 100 on a request: Node's ClientRequest, or got's
+ * Request, which re-emits both events. Node hands a 101's socket to whoever
+ * listens to 'upgrade' and stops managing it (got always listens, to re-emit
+ * it, and then never settles: no response, no error, its timers disarmed by a
+ * request already marked destroyed), so the socket is destroyed here: it must
+ * not outlive the request, and nothing else would close it.
+ */
+export function refuseInterimAnswers(req: NodeJS.EventEmitter, what: string, refuse: (e: AgentError) => void): void {
+  req.on('upgrade', (res: IncomingMessage, socket: Duplex) => {
+    socket.destroy();
+    refuse(unexpectedAnswer(what, res.statusCode ?? 101));
+  });
+  req.on('information', (info: InformationEvent) => {
+    if (info.statusCode !== 100) refuse(unexpectedAnswer(what, info.statusCode));
+  });
 }
 
 // Anything that kept us from reading an HTTP answer (refused, DNS, reset,

@@ -12,7 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { oneLine, quote } from '../lib/text.js';
 import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../lib/timing.js';
-import { networkError } from './http-errors.js';
+import { networkError, refuseInterimAnswers } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
@@ -121,7 +121,7 @@ export function storageError(url: URL, status: number, headers: HeaderBag, body:
   if (status === 429 || (status === 503 && retryAfterMs !== undefined)) {
     kind = 'rate-limited';
     details.retryAfterMs = retryAfterMs ?? DEFAULT_RETRY_AFTER_MS;
-  } else if (status >= 500) kind = 'server';
+  } else if (status >= 500 && status <= 599) kind = 'server';
   else if (status === 403) kind = 'forbidden';
   else if (status === 404) kind = 'not-found';
   else kind = 'protocol';
@@ -268,6 +268,8 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         }
         fail(networkError(what, err, (typeof e.event === 'string' ? phases[e.event] : undefined) ?? inactivityMs));
       });
+      // A 101 or another 1xx is no storage answer: without this, got would never settle the PUT.
+      refuseInterimAnswers(stream, what, fail);
       stream.once('response', (res: http.IncomingMessage & { headers: HeaderBag }) => {
         const status = res.statusCode ?? 0;
         const parts: Buffer[] = [];

@@ -12,14 +12,18 @@ import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
-import { errorForStatus, networkError } from './http-errors.js';
+import { errorForStatus, networkError, refuseInterimAnswers, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
-import { wireRequest, type Wire } from './wire.js';
+import { wireRequest, type Wire, type WireResponse } from './wire.js';
 
 export type { Wire, WireRequest, WireResponse } from './wire.js';
 
-/** No answer the agent expects is anywhere near this; anything bigger is refused unread. */
+/**
+ * No answer the agent expects is anywhere near this: a 2xx body bigger is
+ * refused unread (a protocol error); an error body bigger is dropped unread
+ * and the status alone decides what the error is.
+ */
 export const MAX_RESPONSE_BYTES = 1024 * 1024;
 
 export interface TransportOptions {
@@ -159,24 +163,22 @@ export function createTransport(options: TransportOptions): Transport {
     }
     const limitMs = Math.min(spec.timeoutMs ?? timeoutMs, timeoutMs);
     const started = clock.now();
-    let tooLarge = false;
-    let res: { status: number; headers: HeaderBag; body: Buffer };
+    let res: Exchange;
     try {
-      res = wire ? await wire(wireRequest(spec, { ...defaultHeaders, ...headers }, limitMs)) : await viaGot(spec, headers, limitMs, () => (tooLarge = true));
-      if (wire && res.body.length > MAX_RESPONSE_BYTES) {
-        tooLarge = true;
-        throw new Error('too large');
-      }
+      res = wire ? capped(await wire(wireRequest(spec, { ...defaultHeaders, ...headers }, limitMs)), what) : await viaGot(spec, what, headers, limitMs);
     } catch (err) {
       const durationMs = Math.round(clock.now() - started);
-      if (tooLarge) {
-        logger?.debug({ method: spec.method, path: spec.path, durationMs, error: 'too-large' }, 'http response refused');
-        throw new AgentError('protocol', `${what}: response larger than ${MAX_RESPONSE_BYTES} bytes refused`, { source: what });
+      if (err instanceof Refused) {
+        logger?.debug({ method: spec.method, path: spec.path, status: err.error.details.status, durationMs, error: 'refused' }, 'http response refused');
+        throw err.error;
       }
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
       const e = networkError(what, err, limitMs);
       logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code }, 'http request failed');
       throw e;
+    }
+    if (res.dropped !== undefined) {
+      logger?.debug({ method: spec.method, path: spec.path, status: res.status, bytes: res.dropped }, 'http error body over the size cap dropped unread');
     }
     const meta = metaOf(res.status, res.headers);
     lastMeta = meta;
@@ -199,7 +201,15 @@ export function createTransport(options: TransportOptions): Transport {
     return { what, status: res.status, headers: res.headers, body: res.body, meta };
   }
 
-  async function viaGot(spec: RequestSpec, headers: Record<string, string>, limitMs: number, refused: () => void): Promise<{ status: number; headers: HeaderBag; body: Buffer }> {
+  /**
+   * One exchange over got. got has no size limit; its progress events fire as
+   * chunks arrive (the first one carries Content-Length), so a liar or an
+   * endless body stops here. What stops depends on the status: a 2xx that big
+   * is no answer the contract gives (refused); an error page that big (a
+   * proxy's or a load balancer's) is dropped unread, socket and all, and its
+   * status still says what happened, so a 503 stays retryable.
+   */
+  async function viaGot(spec: RequestSpec, what: string, headers: Record<string, string>, limitMs: number): Promise<Exchange> {
     const call = (instance as Got)(spec.path.replace(/^\/+/, ''), {
       method: spec.method,
       responseType: 'buffer',
@@ -209,18 +219,32 @@ export function createTransport(options: TransportOptions): Transport {
       ...(spec.signal !== undefined ? { signal: spec.signal } : {}),
       ...(limitMs < timeoutMs ? { timeout: phaseTimeouts(limitMs, clock.scale) } : {}),
     });
-    // got has no size limit; its progress events fire as chunks arrive (the
-    // first one carries Content-Length), so a liar or an endless body stops here.
-    let tooLarge = false;
-    call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
-      if (!tooLarge && (p.transferred > MAX_RESPONSE_BYTES || (p.total ?? 0) > MAX_RESPONSE_BYTES)) {
-        tooLarge = true;
-        refused();
-        call.cancel();
-      }
+    let answer: http.IncomingMessage | undefined;
+    let stopped: { refused: AgentError } | { dropped: number } | undefined;
+    const stop = (why: NonNullable<typeof stopped>): void => {
+      if (stopped !== undefined) return;
+      stopped = why;
+      call.cancel();
+    };
+    call.on('request', (req: http.ClientRequest) => {
+      // Ahead of got's own listener, which reports the first progress before returning.
+      req.prependListener('response', (r: http.IncomingMessage) => (answer = r));
+      refuseInterimAnswers(req, what, (refused) => stop({ refused }));
     });
-    const res: Response<Buffer> = await call;
-    return { status: res.statusCode, headers: res.headers as HeaderBag, body: res.body };
+    call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
+      if (p.transferred <= MAX_RESPONSE_BYTES && (p.total ?? 0) <= MAX_RESPONSE_BYTES) return;
+      if (answer !== undefined && !isSuccess(answer.statusCode ?? 0)) stop({ dropped: Math.max(p.transferred, p.total ?? 0) });
+      else stop({ refused: tooLarge(what) });
+    });
+    try {
+      const res: Response<Buffer> = await call;
+      return { status: res.statusCode, headers: res.headers as HeaderBag, body: res.body };
+    } catch (err) {
+      if (stopped === undefined) throw err;
+      if ('refused' in stopped) throw new Refused(stopped.refused);
+      const r = answer as http.IncomingMessage; // set: only an answer's progress drops a body
+      return { status: r.statusCode ?? 0, headers: r.headers as HeaderBag, body: Buffer.alloc(0), dropped: stopped.dropped };
+    }
   }
 
   function readJson(res: RawResponse): unknown {
@@ -270,6 +294,36 @@ export function createTransport(options: TransportOptions): Transport {
       agents?.https.destroy();
     },
   };
+}
+
+const isSuccess = (status: number): boolean => status >= 200 && status <= 299;
+
+/** What one exchange yields before the transport reads meta from it. */
+interface Exchange extends WireResponse {
+  /** Bytes of an error body over the size cap (at least), dropped unread; the body is empty then. */
+  dropped?: number;
+}
+
+/** An answer turned down as it came in; carries the error the request rejects with. */
+class Refused extends Error {
+  constructor(readonly error: AgentError) {
+    super(error.message);
+  }
+}
+
+// No status in the details: the daemon and the outbox read a protocol error with a 2xx
+// status as "accepted, body garbled" (daemon/controller.ts, outbox/outcome.ts), and an
+// answer this size, never read, is not taken as even that.
+function tooLarge(what: string): AgentError {
+  return new AgentError('protocol', `${what}: response larger than ${MAX_RESPONSE_BYTES} bytes refused`, { source: what });
+}
+
+/** The rules viaGot applies, for an answer a wire delivered whole. */
+function capped(res: WireResponse, what: string): Exchange {
+  if (res.status < 200) throw new Refused(unexpectedAnswer(what, res.status));
+  if (res.body.length <= MAX_RESPONSE_BYTES) return res;
+  if (isSuccess(res.status)) throw new Refused(tooLarge(what));
+  return { ...res, body: Buffer.alloc(0), dropped: res.body.length };
 }
 
 function withMeta(res: RawResponse): ConstructorParameters<typeof AgentError>[2] {
