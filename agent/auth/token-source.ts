@@ -24,6 +24,7 @@ import type { ClientCredentials, OAuthEndpoints } from '../api/oauth.js';
 import type { Settings } from '../config/types.js';
 import type { Clock, Timer } from '../lib/clock.js';
 import { backoffDelay } from '../lib/backoff.js';
+import type { EventBus } from '../core/event-bus.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { loadCredentials, type Credentials } from './credentials.js';
@@ -78,10 +79,24 @@ export interface TokenSourceDeps {
   oauth?: OAuthEndpoints;
   /** The client id and secret; undefined when no secret is configured (refresh is then unavailable). */
   client?: () => Promise<ClientCredentials | undefined>;
-  /** The service refused the refresh token: the unit needs pairing. */
-  onRejected?: (reason: string) => void;
-  /** A refresh ahead of expiry went through: the service wants GET /v2/devices/me after every new authorization. */
-  onRefreshed?: () => void;
+  /**
+   * Where `tokensRejected` (the service refused the refresh token: the unit
+   * needs pairing) and `tokensRefreshed` (a refresh went through: the service
+   * wants GET /v2/devices/me after every new authorization) are published.
+   */
+  bus?: EventBus;
+  /** Kept equal to current(): the service API reads the token here, so it can be built before this source. */
+  access?: AccessToken;
+}
+
+/**
+ * The access token in use, one writer (the token source) and one reader (the
+ * service API's transport). It lets the API be built first and handed to the
+ * token source (which refreshes through it) with no forward reference.
+ */
+export class AccessToken {
+  value: string | undefined;
+  readonly read = (): string | undefined => this.value;
 }
 
 const AHEAD_OF_EXPIRY = 'ahead of expiry';
@@ -97,7 +112,7 @@ const fingerprintOf = (file: string): string | undefined => {
 
 export class CredentialsTokenSource implements TokenSource {
   readonly name = 'token-refresh';
-  private creds: Credentials | undefined;
+  private held: Credentials | undefined;
   /** Agent-monotonic time the current access token was obtained (estimated for one read from the file). */
   private obtainedAt: number | undefined;
   private inFlight: Promise<RefreshResult> | undefined;
@@ -124,7 +139,16 @@ export class CredentialsTokenSource implements TokenSource {
     this.fingerprint = fileBased ? () => fingerprintOf(settings.tokenFile) : undefined;
   }
 
-  current = (): string | undefined => this.creds?.accessToken;
+  current = (): string | undefined => this.held?.accessToken;
+
+  private get creds(): Credentials | undefined {
+    return this.held;
+  }
+
+  private set creds(c: Credentials | undefined) {
+    this.held = c;
+    if (this.d.access) this.d.access.value = c?.accessToken;
+  }
 
   reload(): void {
     this.creds = undefined;
@@ -188,7 +212,7 @@ export class CredentialsTokenSource implements TokenSource {
     if (result !== 'refreshed') return 'not-token';
     this.rotatedForCallAt = this.tokenSince;
     // The service asks for GET /v2/devices/me after every new authorization: the controller verifies it.
-    this.d.onRefreshed?.();
+    this.d.bus?.emit('tokensRefreshed', { why });
     return 'retry';
   }
 
@@ -215,7 +239,7 @@ export class CredentialsTokenSource implements TokenSource {
     this.timer = this.d.clock.setTimer(() => {
       this.timer = undefined;
       void this.refresh(AHEAD_OF_EXPIRY).then(
-        (r) => r === 'refreshed' && this.d.onRefreshed?.(),
+        (r) => r === 'refreshed' && this.d.bus?.emit('tokensRefreshed', { why: AHEAD_OF_EXPIRY }),
         () => undefined,
       );
     }, delay);
@@ -274,7 +298,7 @@ export class CredentialsTokenSource implements TokenSource {
       return 'refreshed';
     } catch (err) {
       // Unpaired meanwhile: the file is gone, and so is the authorization.
-      this.d.onRejected?.(err instanceof Error ? err.message : String(err));
+      this.d.bus?.emit('tokensRejected', { reason: err instanceof Error ? err.message : String(err) });
       return 'refused';
     }
   }
@@ -283,7 +307,7 @@ export class CredentialsTokenSource implements TokenSource {
     const reason = `needs pairing: the service refused the refresh token (${e.details.code ?? e.details.status ?? e.kind}); run \`c2c-agent pair\``;
     this.d.logger?.warn({ code: e.details.code, status: e.details.status }, reason);
     this.drop();
-    this.d.onRejected?.(reason);
+    this.d.bus?.emit('tokensRejected', { reason });
     return 'refused';
   }
 

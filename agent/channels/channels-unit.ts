@@ -8,7 +8,8 @@
 // (sync-worker.ts), so a change made offline survives power cuts.
 import type { DeviceChannel, Device } from '../api/types.js';
 import type { ChannelSpec } from '../config/types.js';
-import type { DaemonUnit } from '../daemon/unit.js';
+import type { DaemonUnit } from '../core/unit.js';
+import type { EventBus } from '../core/event-bus.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import type { ChannelMap } from './channel-map.js';
@@ -22,6 +23,8 @@ export interface ChannelsUnitDeps {
   outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[]; unsettled(kind: string): number };
   /** Items running right now (a pending sync that is not running will read the new state itself). */
   inFlight: () => string[];
+  /** Listens to channelsDetected, deviceSeen, channelSyncRequested and channelsSynced while it runs. */
+  bus: EventBus;
   logger?: Logger;
 }
 
@@ -37,10 +40,16 @@ export class ChannelsUnit implements DaemonUnit {
   constructor(private readonly d: ChannelsUnitDeps) {}
 
   start(): void {
+    const { bus } = this.d;
+    bus.on('channelsDetected', this, ({ keys }) => this.changed(new Set(keys)));
+    bus.on('deviceSeen', this, ({ device }) => this.deviceSeen(device));
+    bus.on('channelSyncRequested', this, ({ why }) => this.requestSync(why));
+    bus.on('channelsSynced', this, ({ map }) => this.synced(map));
     if (this.d.specs.length > 0) this.d.detector.start();
   }
 
   async stop(): Promise<void> {
+    this.d.bus.removeListeners(this);
     this.d.detector.stop();
     await this.queueing;
   }

@@ -6,6 +6,7 @@
 import type { ChannelEndpoints } from '../api/channels.js';
 import type { DeviceApi } from '../api/types.js';
 import type { ChannelSpec } from '../config/types.js';
+import type { EventBus } from '../core/event-bus.js';
 import type { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { Worker } from '../outbox/dispatcher.js';
@@ -23,10 +24,12 @@ export interface ChannelSyncDeps {
   map: { load(): Promise<ChannelMap>; save(map: ChannelMap): Promise<boolean> };
   /** The keys plugged in now. */
   detected: () => Set<string>;
-  /** After a 409 on connect the listing changed under us: ask for one more sync. */
-  resync: (why: string) => void;
-  /** After a sync that went through: the record as it now stands. */
-  synced?: (map: ChannelMap) => void;
+  /**
+   * Publishes channelSyncRequested (after a 409 on connect the listing
+   * changed under us: one more sync) and channelsSynced (the record as it
+   * stands after a sync that went through).
+   */
+  bus: EventBus;
   logger?: Logger;
 }
 
@@ -71,10 +74,10 @@ export class ChannelSyncWorker implements Worker {
       } catch (err) {
         const o = classify(err, conflict);
         if (o.result !== 'done') return o;
-        this.d.resync(`connect of ${op.key} answered 409`);
+        this.d.bus.emit('channelSyncRequested', { why: `connect of ${op.key} answered 409` });
       }
     }
-    this.d.synced?.(map);
+    this.d.bus.emit('channelsSynced', { map });
     return { result: 'done' };
   }
 }

@@ -2,10 +2,10 @@
 // in here, so its tests run it on a FakeClock against a fake API.
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { Device, DeviceApi } from '../api/types.js';
+import type { DeviceApi } from '../api/types.js';
 import type { TokenSource } from '../auth/token-source.js';
 import type { AttemptRecord, Bounds } from './heartbeat/policy.js';
-import type { DaemonSnapshot } from './snapshot.js';
+import type { EventBus } from '../core/event-bus.js';
 
 export interface ControllerDeps {
   clock: Clock;
@@ -17,10 +17,12 @@ export interface ControllerDeps {
   bounds: Bounds;
   lastAttempt?: AttemptRecord | undefined;
   persistAttempt: (rec: AttemptRecord) => Promise<void>;
-  /** Every device record the service sent (start-up, re-verify, SIGHUP, reconnection). */
-  onDevice?: (device: Device) => void;
-  /** Called on every change worth writing; `transition` is true when the state itself changed. */
-  publish: (snap: DaemonSnapshot, transition: boolean) => void;
+  /**
+   * Publishes `stateChanged` on every change worth writing and `deviceSeen`
+   * for every device record (start-up, re-verify, SIGHUP, reconnection);
+   * listens to `tokensRefreshed` and `tokensRejected` while it runs.
+   */
+  bus: EventBus;
   info: { firmwareVersion: string; profile?: string; agentVersion: string; timeScale: number; pid: number; procStart?: string };
 }
 

@@ -15,8 +15,9 @@ import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat/scheduler
 import type { AttemptRecord } from './heartbeat/policy.js';
 import { loopHealthy } from './loop-health.js';
 import { Reauthorization } from '../auth/reauthorization.js';
-import type { DaemonUnit } from './unit.js';
-import { buildSnapshot, momentOf, statusLine, type DaemonSnapshot, type DaemonState, type Moment } from './snapshot.js';
+import type { DaemonUnit } from '../core/unit.js';
+import type { DaemonSnapshot, DaemonState, Moment } from '../core/state.js';
+import { buildSnapshot, momentOf, statusLine } from './snapshot.js';
 
 export type { ControllerDeps } from './controller-deps.js';
 
@@ -61,6 +62,8 @@ export class Controller implements DaemonUnit {
       this.probeUsed = true;
       void this.check(this.checkTimer?.why ?? 'start-up');
     });
+    this.d.bus.on('tokensRefreshed', this, () => this.tokensRefreshed());
+    this.d.bus.on('tokensRejected', this, ({ reason }) => this.tokensRejected(reason));
     this.d.logger.info({ state: this.state }, 'c2c-agent daemon starting');
     this.publish(true);
     if (this.loadCredentials()) void this.check('start-up');
@@ -75,6 +78,7 @@ export class Controller implements DaemonUnit {
     this.checking?.ac.abort(new AgentError('network', 'stopping', { code: 'ABORTED' }));
     await this.stopHeartbeats();
     this.setState('stopped', 'stopped by signal');
+    this.d.bus.removeListeners(this);
   }
 
   /** SIGHUP: re-read credentials and check with the service at once. */
@@ -127,7 +131,7 @@ export class Controller implements DaemonUnit {
   }
 
   private publish(transition: boolean): void {
-    this.d.publish(this.snapshot(), transition);
+    this.d.bus.emit('stateChanged', { snapshot: this.snapshot(), transition });
   }
 
   private setState(next: DaemonState, reason: string): void {
@@ -202,7 +206,7 @@ export class Controller implements DaemonUnit {
 
   private checked(device: Device | undefined, why: CheckWhy): void {
     if (device) {
-      this.d.onDevice?.(device);
+      this.d.bus.emit('deviceSeen', { device });
       this.device = device;
       this.recordWarned = false;
     }

@@ -9,7 +9,6 @@ import { ensureDir } from '../lib/ensure-dir.js';
 import { removeStaleTemps } from '../lib/atomic-write.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import type { Settings } from '../config/types.js';
-import { createServiceApi } from '../api/service.js';
 import type { ClientCredentials } from '../api/oauth.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
@@ -19,7 +18,6 @@ import { CHANNEL_MAP_STORE } from '../channels/channel-map.js';
 import { UPLOADED_INDEX_FILE } from '../uploads/uploaded-index.js';
 import { UPLOAD_URLS_DIR } from '../uploads/upload-urls.js';
 import { queueDirOf } from '../outbox/location.js';
-import { CredentialsTokenSource } from '../auth/token-source.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
@@ -29,6 +27,10 @@ import { acquireRunLock, removeStaleLockTemps } from './runtime/run-lock.js';
 import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
 import { buildUnits } from './units.js';
+import { buildCore } from './core.js';
+import { boundsOf } from './heartbeat/policy.js';
+import { EventBus } from '../core/event-bus.js';
+import { startUnit, stopUnit } from '../core/unit.js';
 import { checkUploadWindow } from '../uploads/upload-window.js';
 import { readBootId } from '../outbox/outbox.js';
 
@@ -134,16 +136,6 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   // The upload index and the upload URL files have no writer but the daemon, which holds the lock now.
   sweepTemps(settings.stateDir, logger, removeTempsQuietly(settings.stateDir, UPLOADED_INDEX_FILE));
   sweepTemps(settings.stateDir, logger, removeTempsQuietly(path.join(queueDirOf(settings.stateDir), UPLOAD_URLS_DIR)));
-  const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => tokens.current(), firmwareVersion: settings.firmwareVersion, agentVersion, clock, logger });
-  const tokens: CredentialsTokenSource = new CredentialsTokenSource(settings, {
-    clock,
-    random: Math.random,
-    logger,
-    oauth: api.oauth,
-    client: clientCredentials(settings, logger),
-    onRejected: (reason) => controller.tokensRejected(reason),
-    onRefreshed: () => controller.tokensRefreshed(),
-  });
   const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
   const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
   const lastRead = readLastAttempt(settings.runtimeDir, settings.timeScale);
@@ -152,16 +144,16 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   }
   const notifier = createSystemdNotifier(process.env, undefined, (err) => logger.warn({ err: String(err) }, 'systemd-notify failed'));
   const procStart = procStartOf(process.pid);
-  const { units, controller } = buildUnits({
+  const bus = new EventBus(logger);
+  const core = buildCore({
     settings,
-    profile,
+    agentVersion,
     clock,
+    random: Math.random,
     logger,
-    api,
-    tokens,
-    notifier,
-    bootId: await readBootId(),
-    onStatusWriteError: logWriteError('status'),
+    bus,
+    bounds: boundsOf(profile.heartbeat),
+    client: clientCredentials(settings, logger),
     controller: {
       lastAttempt: attemptToStartFrom(lastRead, clock.now()),
       persistAttempt: (rec) => attempts.save(rec),
@@ -174,6 +166,19 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
         ...(procStart !== undefined && { procStart }),
       },
     },
+  });
+  const { api } = core;
+  const { units, controller } = buildUnits({
+    settings,
+    profile,
+    clock,
+    random: Math.random,
+    logger,
+    bus,
+    core,
+    notifier,
+    bootId: await readBootId(),
+    onStatusWriteError: logWriteError('status'),
   });
   // Timers come and go with the state; this keeps the loop alive between them until a signal.
   const keepAlive = setInterval(() => {}, 3_600_000);
@@ -192,7 +197,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
       }, HARD_EXIT_MS);
       void (async () => {
         void notifier.stopping();
-        for (const u of [...units].reverse()) await u.stop().catch((err: unknown) => logger.warn({ unit: u.name, err: String(err) }, 'unit failed to stop cleanly'));
+        for (const u of [...units].reverse()) await stopUnit(bus, u).catch((err: unknown) => logger.warn({ unit: u.name, err: String(err) }, 'unit failed to stop cleanly'));
         await attempts.flush().catch(() => undefined);
         api.close();
         await notifier.idle();
@@ -212,7 +217,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     process.on('uncaughtException', crashHandler(logger, () => lock.release(), (code) => process.exit(code)));
 
     for (const u of units) {
-      u.start();
+      startUnit(bus, u);
       // READY does not wait for the network: start-up is done once the loop runs.
       if (u === controller) void notifier.ready(controller.statusLine());
     }

@@ -1,56 +1,11 @@
-// The daemon's live state as data: what the controller exposes, what
-// live-status.ts writes to the runtime dir, what `c2c-agent status` reads and
-// what systemd's STATUS= line says. Nothing secret belongs here.
+// The daemon's live state built from the controller's facts (the types are
+// core/state.ts's): what runtime/status-publisher.ts writes to the runtime
+// dir, what `c2c-agent status` reads and what systemd's STATUS= line says.
 import type { Clock } from '../lib/clock.js';
 import { formatDuration } from '../lib/text.js';
-import type { RateLimitInfo } from '../lib/errors.js';
 import type { Device } from '../api/types.js';
 import type { HeartbeatOutcome } from './heartbeat/scheduler.js';
-
-export type DaemonState = 'starting' | 'online' | 'offline' | 'rate-limited' | 'paused' | 'needs-pairing' | 'stopping' | 'stopped';
-
-export const DAEMON_STATES: readonly DaemonState[] = [
-  'starting',
-  'online',
-  'offline',
-  'rate-limited',
-  'paused',
-  'needs-pairing',
-  'stopping',
-  'stopped',
-];
-
-export interface Moment {
-  /** Wall-clock ISO time (a report only: the wall clock may be wrong before NTP). */
-  at: string;
-  /** Agent-monotonic ms (boot origin, times the time scale). */
-  monotonic: number;
-}
-
-export interface DaemonSnapshot {
-  state: DaemonState;
-  /** Why we are in this state, one line. */
-  reason: string;
-  since: Moment;
-  pid: number;
-  /** Process start time in clock ticks from /proc/<pid>/stat, so a reused pid is not mistaken for us. */
-  procStart?: string;
-  started: Moment;
-  device?: { id: string; name?: string; status?: string };
-  project?: { id?: string; name?: string };
-  lastHeartbeat?: Moment & { result: string; status?: number; error?: string };
-  nextHeartbeat?: Moment;
-  /** In needs-pairing: when credentials are checked again. */
-  nextCheck?: Moment;
-  consecutiveFailures: number;
-  rateLimit?: RateLimitInfo;
-  clockOffsetMs?: number;
-  firmwareVersion: string;
-  profile?: string;
-  agentVersion: string;
-  timeScale: number;
-  updated: Moment;
-}
+import type { DaemonSnapshot, DaemonState, Moment } from '../core/state.js';
 
 /** What a person must do in needs-pairing, first on the STATUS= line and in `status`. */
 export const NEEDS_PAIRING_LINE = 'needs pairing: run `c2c-agent pair`';

@@ -1,9 +1,10 @@
-// The daemon's units, built and put in order. main.ts owns the process
+// The daemon's units, built and put in order around the core (core.ts: the
+// service API, the token source, the controller). main.ts owns the process
 // (lock, signals, exit); this file owns what runs inside it, so a new
-// feature is one more unit here and nowhere else.
-import type { ServiceApi } from '../api/service.js';
+// feature is one more unit here and nowhere else. Everything is built top to
+// bottom: a part that must reach another one built later publishes on the
+// event bus (core/event-bus.ts) instead of holding a reference to it.
 import { getClientId } from '../auth/client-id.js';
-import type { CredentialsTokenSource } from '../auth/token-source.js';
 import { ChannelMapStore } from '../channels/channel-map.js';
 import { ChannelsUnit } from '../channels/channels-unit.js';
 import { ChannelDetector } from '../channels/detect.js';
@@ -23,26 +24,26 @@ import { UploadWorker } from '../uploads/upload-worker.js';
 import { UploadWindow } from '../uploads/upload-window.js';
 import { UploadUrls } from '../uploads/upload-urls.js';
 import { OutboxUnit } from '../outbox/outbox-unit.js';
-import { Controller, type ControllerDeps } from './controller.js';
-import { boundsOf } from './heartbeat/policy.js';
+import type { Controller } from './controller.js';
+import type { Core } from './core.js';
+import type { EventBus } from '../core/event-bus.js';
 import { createStatusSink } from './runtime/status-file.js';
 import { StatusPublisher } from './runtime/status-publisher.js';
 import type { SystemdNotifier } from './systemd/notify.js';
 import { Watchdog } from './systemd/watchdog.js';
-import type { DaemonUnit } from './unit.js';
+import type { DaemonUnit } from '../core/unit.js';
 import { queueDirOf } from '../outbox/location.js';
 
 export interface UnitsInput {
   settings: Settings;
   profile: FirmwareProfile;
   clock: Clock;
+  random: () => number;
   logger: Logger;
-  api: ServiceApi;
-  tokens: CredentialsTokenSource;
+  bus: EventBus;
+  core: Core;
   notifier: SystemdNotifier;
   bootId: string;
-  /** The controller's facts that come from the process (last attempt, info, persistence). */
-  controller: Pick<ControllerDeps, 'lastAttempt' | 'persistAttempt' | 'info'>;
   onStatusWriteError: (err: unknown) => void;
 }
 
@@ -52,43 +53,46 @@ export interface DaemonUnits {
 }
 
 export function buildUnits(i: UnitsInput): DaemonUnits {
-  const { settings, clock, logger, api } = i;
+  const { settings, clock, logger, bus } = i;
+  const { api, tokens, controller } = i.core;
   const units: DaemonUnit[] = [];
   const status = new StatusPublisher(
     createStatusSink(settings.runtimeDir, i.onStatusWriteError),
     i.notifier,
     clock,
+    bus,
     () => Object.assign({}, ...units.map((u) => u.report?.() ?? {})),
     () => units.flatMap((u) => u.statusText?.() ?? []),
   );
 
   const specs = i.profile.channels;
   const channelMap = new ChannelMapStore(settings.stateDir);
-  let detected = new Set<string>();
-  // eslint-disable-next-line prefer-const -- the worker and the detector reach the unit built after them
-  let channels: ChannelsUnit;
+  const detector = new ChannelDetector({
+    specs,
+    hostRoot: settings.hostRoot,
+    clock,
+    logger,
+    onChange: (keys) => bus.emit('channelsDetected', { keys }),
+  });
   const sync = new ChannelSyncWorker({
     specs,
     api,
     clientId: async () => (await getClientId(settings)).clientId,
     map: channelMap,
-    detected: () => detected,
-    resync: (why) => channels.requestSync(why),
-    synced: (map) => channels.synced(map),
+    detected: () => new Set(detector.current ?? []),
+    bus,
     logger,
   });
+
   const queueDir = queueDirOf(settings.stateDir);
   const outbox = new Outbox({ dir: queueDir, clock, bootId: i.bootId, capBytes: settings.queueMaxBytes, logger });
   const storage = createStorageClient({ clock, logger });
   const index = new UploadedIndex(settings.stateDir, { logger });
-  // eslint-disable-next-line prefer-const -- the worker and the watcher reach the unit built after them
-  let uploads: UploadsUnit;
-  let dispatcher: Dispatcher | undefined;
   const win = settings.uploadWindow;
   const window =
     win === undefined
       ? undefined
-      : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => dispatcher?.kick(), logger });
+      : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => bus.emit('uploadWindowOpened', {}), logger });
   const urls = new UploadUrls(queueDir);
   const heap = new HeapTrim(undefined, undefined, (err) => logger.warn({ err: String(err) }, 'cannot collect garbage after an upload; memory may stay higher'));
   const uploadWorker = new UploadWorker({
@@ -101,25 +105,23 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
     index,
     deleteAfterUpload: settings.deleteAfterUpload,
-    onBytes: (n) => {
-      uploads.bytesSent(n);
-      heap.sent(n);
-    },
+    onBytes: (bytes) => bus.emit('bytesSent', { bytes }),
     ...(window && { windowOpen: () => window.isOpen() }),
     logger,
   });
+  bus.on('bytesSent', heap, ({ bytes }) => heap.sent(bytes));
 
-  dispatcher = new Dispatcher({
+  const dispatcher = new Dispatcher({
     outbox,
     workers: [sync, uploadWorker],
     clock,
-    random: Math.random,
+    random: i.random,
     logger,
     rateLimit: () => api.lastMeta?.rateLimit,
-    unauthorized: (why, sentAt) => i.tokens.callRefused(why, sentAt),
-    onSettled: () => status.refresh(),
+    unauthorized: (why, sentAt) => tokens.callRefused(why, sentAt),
+    onSettled: () => bus.emit('outboxSettled', {}),
   });
-  const outboxUnit = new OutboxUnit(outbox, dispatcher, logger);
+  const outboxUnit = new OutboxUnit(outbox, dispatcher, bus, logger);
 
   const watcher =
     settings.mediaDir === undefined
@@ -129,42 +131,21 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           channelKeys: specs.map((c) => c.key),
           clock,
           settleMs: settings.mediaSettleSeconds * 1000,
-          onReady: (f) => uploads.fileReady({ ...f, ...fileTypeOf(f.name) }),
+          onReady: (f) => bus.emit('mediaFileReady', { file: { ...f, ...fileTypeOf(f.name) } }),
           logger,
         });
-  uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, urls, clock, logger, changed: () => status.refresh(), close: () => storage.close() });
-  const detector = new ChannelDetector({
-    specs,
-    hostRoot: settings.hostRoot,
-    clock,
-    logger,
-    onChange: (set) => {
-      detected = set;
-      channels.changed(set);
-      status.refresh();
-    },
-  });
-  channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), logger });
+  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, urls, clock, logger, changed: () => bus.emit('statusChanged', {}), close: () => storage.close() });
+  // Registered for the unit (removed when it stops) until UploadsUnit subscribes itself.
+  bus.on('mediaFileReady', uploads, ({ file }) => uploads.fileReady(file));
+  bus.on('bytesSent', uploads, ({ bytes }) => uploads.bytesSent(bytes));
+  const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
-  const controller: Controller = new Controller({
-    clock,
-    random: Math.random,
-    logger,
-    api,
-    tokens: i.tokens,
-    bounds: boundsOf(i.profile.heartbeat),
-    ...i.controller,
-    onDevice: (device) => channels.deviceSeen(device),
-    publish: (snap, transition) => {
-      for (const u of units) u.onSnapshot?.(snap, transition);
-    },
-  });
   // Started in this order, stopped in reverse. The status file listens before the
   // controller's first snapshot and is flushed after its last. The token source
   // refreshes ahead of expiry once the controller has loaded the credentials, and
   // stops after it (a refresh in flight is waited for, never cut). The outbox opens
   // before anything puts work in it and closes (flushed) after the last put. The
   // watchdog pings only once the controller has something to be healthy about.
-  units.push(status, i.tokens, outboxUnit, channels, uploads, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, tokens, outboxUnit, channels, uploads, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller };
 }

@@ -3,8 +3,9 @@
 // controller says the service answers. Other units put work through here so
 // the dispatcher looks at new work at once.
 import type { Logger } from '../lib/logger.js';
-import type { DaemonSnapshot, DaemonState } from '../daemon/snapshot.js';
-import type { DaemonUnit } from '../daemon/unit.js';
+import type { DaemonSnapshot, DaemonState } from '../core/state.js';
+import type { DaemonUnit } from '../core/unit.js';
+import type { EventBus } from '../core/event-bus.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Outbox } from './outbox.js';
 import type { OutboxItem, PutOptions } from './types.js';
@@ -18,10 +19,13 @@ export class OutboxUnit implements DaemonUnit {
   constructor(
     private readonly outbox: Outbox,
     private readonly dispatcher: Dispatcher,
+    private readonly bus: EventBus,
     private readonly logger?: Logger,
   ) {}
 
   start(): void {
+    // The upload window opened: look at the queue now rather than at the next retry.
+    this.bus.on('uploadWindowOpened', this, () => this.dispatcher.kick());
     this.opened = this.outbox.open().then(
       () => {
         this.dispatcher.start();
@@ -36,6 +40,7 @@ export class OutboxUnit implements DaemonUnit {
   }
 
   async stop(): Promise<void> {
+    this.bus.removeListeners(this);
     if (!(await this.opened)) return;
     await this.dispatcher.stop();
     // Everything acknowledged is on flash already; this writes what is still in the window.

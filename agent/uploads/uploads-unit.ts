@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { formatBytes } from '../lib/text.js';
-import type { DaemonUnit } from '../daemon/unit.js';
+import type { DaemonUnit } from '../core/unit.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { UPLOAD_KIND, bytesDone, type FileIdentity, type UploadPayload } from './upload-item.js';

@@ -6,6 +6,7 @@ import { ChannelsUnit } from '../../agent/channels/channels-unit.js';
 import { CHANNEL_SYNC_KIND } from '../../agent/channels/sync-worker.js';
 import type { ChannelSpec } from '../../agent/config/types.js';
 import { Harness } from '../outbox/harness.js';
+import { EventBus } from '../../agent/core/event-bus.js';
 
 const audio: ChannelSpec = { key: 'audio', name: 'Audio', assetType: 'audio', deviceModelId: 'model-audio', detect: { anyPath: ['dev/snd/pcmC0D0c'] } };
 
@@ -19,6 +20,7 @@ describe('ChannelsUnit.report', () => {
       map: { load: async () => ({}) },
       outbox: { ready: async () => true, put: (k, p, o) => ob.put(k, p, o), pending: (k) => ob.pending(k), unsettled: (k) => ob.unsettled(k) },
       inFlight: () => [],
+      bus: new EventBus(),
     });
     const pending = (): unknown => (unit.report() as { channels: { pendingSyncs: number } }).channels.pendingSyncs;
     const put = ob.put(CHANNEL_SYNC_KIND, { why: 'test', detected: ['audio'] });

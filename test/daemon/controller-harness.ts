@@ -1,12 +1,13 @@
 // The Controller on a FakeClock with a FakeApi, a logger whose lines the
 // test can read, and the snapshots it published: shared by the controller suites.
+import { EventBus } from '../../agent/core/event-bus.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import type { Clock } from '../../agent/lib/clock.js';
 import { Controller } from '../../agent/daemon/controller.js';
 import { boundsOf } from '../../agent/daemon/heartbeat/policy.js';
-import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';
+import type { DaemonSnapshot } from '../../agent/core/state.js';
 import type { RefreshResult } from '../../agent/auth/token-source.js';
 import { FakeApi, seeded, type Behaviour, type Call } from './fake-api.js';
 import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
@@ -32,6 +33,8 @@ export function setup(o: Opts = {}) {
   const logs: { msg: string; from?: string; to?: string; reason?: string }[] = [];
   const logger = createLogger('debug', { write: (line: string) => void logs.push(JSON.parse(line)) });
   const published: { snap: DaemonSnapshot; transition: boolean }[] = [];
+  const bus = new EventBus();
+  bus.on('stateChanged', published, ({ snapshot, transition }) => void published.push({ snap: snapshot, transition }));
   let reloads = 0;
   let refreshes = 0;
   const controller = new Controller({
@@ -53,11 +56,11 @@ export function setup(o: Opts = {}) {
     },
     bounds: boundsOf(DEFAULT_TEST_BOUNDS),
     persistAttempt: async () => {},
-    publish: (snap, transition) => void published.push({ snap, transition }),
+    bus,
     info: { firmwareVersion: '1.2.3', profile: 'generic', agentVersion: '0.1.0', timeScale: 1, pid: 4242 },
   });
   const transitions = (): string[] => logs.filter((l) => l.to !== undefined).map((l) => `${l.from}->${l.to}`);
-  return { clock: fake, api, controller, logs, published, transitions, reloads: () => reloads, refreshes: () => refreshes };
+  return { clock: fake, api, controller, bus, logs, published, transitions, reloads: () => reloads, refreshes: () => refreshes };
 }
 
 export const when = (pred: (call: Call, now: number) => boolean, bad: Behaviour) => (call: Call, now: number): Behaviour =>

@@ -181,15 +181,18 @@ describe('Controller', () => {
     await h.controller.stop();
   });
 
-  it('stop(): stopping then stopped, final snapshot published, no timer left', async () => {
+  it('stop(): stopping then stopped, final snapshot published, no timer left, its bus listeners removed', async () => {
     const h = setup({ behave: () => ({ outcome: 'ok', latencyMs: 10 * S }) });
     h.controller.start();
+    expect(h.bus.listenerCount('tokensRejected')).toBe(1);
     await h.clock.advance(12 * S);
     await h.controller.stop();
     expect(h.transitions().slice(-2)).toEqual(['online->stopping', 'stopping->stopped']);
     expect(h.published.at(-1)?.snap.state).toBe('stopped');
     expect(h.clock.pendingCount).toBe(0);
     expect(h.api.inFlight).toBe(0);
+    // Only the harness's own stateChanged listener is left.
+    expect(h.bus.listenerCount()).toBe(1);
   });
 
   it('isHealthy() is false when the loop is wedged (its timers never fire)', async () => {

@@ -2,6 +2,7 @@
 // heartbeats reach the service >= 60 s apart, and while the service answered
 // normally for a whole gap, successful heartbeats reach it <= 300 s apart.
 // Checked at the service's side (arrival times), on every heartbeat.
+import { EventBus } from '../../agent/core/event-bus.js';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { FakeClock } from '../support/fake-clock.js';
@@ -146,7 +147,7 @@ async function simulate(sc: Scenario, hours: number, mode: 'scheduler' | 'contro
         bounds,
         lastAttempt: runtimeDir,
         persistAttempt: persist,
-        publish: () => {},
+        bus: new EventBus(),
         info: { firmwareVersion: '1.0.0', agentVersion: '0', timeScale: 1, pid: 1 },
       });
       c.start();

@@ -8,7 +8,7 @@ import { acquireRunLock, LOCK_FILE, processAlive, removeStaleLockTemps, type Pro
 import { procStartOf, procStatOf } from '../../agent/daemon/runtime/proc.js';
 import { daemonAlive } from '../../agent/cli/status.js';
 import { AgentError } from '../../agent/lib/errors.js';
-import type { DaemonSnapshot } from '../../agent/daemon/snapshot.js';
+import type { DaemonSnapshot } from '../../agent/core/state.js';
 import { crashHandler, ignoreSignals } from '../../agent/daemon/process-guards.js';
 import { createLogger } from '../../agent/lib/logger.js';
 

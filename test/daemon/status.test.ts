@@ -1,3 +1,4 @@
+import { EventBus } from '../../agent/core/event-bus.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it, jest } from '@jest/globals';
 import { mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { attemptToStartFrom, createAttemptStore, readLastAttempt } from '../../a
 import { procStartOf } from '../../agent/daemon/runtime/proc.js';
 import { earliestNext, lastEndOf } from '../../agent/daemon/heartbeat/policy.js';
 import { MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/lib/timing.js';
-import { DAEMON_STATES, type DaemonSnapshot, type DaemonState } from '../../agent/daemon/snapshot.js';
+import { DAEMON_STATES, type DaemonSnapshot, type DaemonState } from '../../agent/core/state.js';
 import { run as statusCommand } from '../../agent/cli/status.js';
 import type { CommandContext } from '../../agent/cli/command.js';
 import { FakeApi, seeded } from './fake-api.js';
@@ -48,6 +49,11 @@ async function writeLive(state: DaemonState, pid = process.pid): Promise<DaemonS
   const api = new FakeApi(clock);
   const sink = createStatusSink(dir);
   let last: DaemonSnapshot | undefined;
+  const bus = new EventBus();
+  bus.on('stateChanged', bus, ({ snapshot: snap }) => {
+    last = { ...snap, state, pid, ...(procStartOf(pid) !== undefined && { procStart: procStartOf(pid) as string }) };
+    sink.write(last);
+  });
   const controller = new Controller({
     clock,
     random: seeded(1),
@@ -56,10 +62,7 @@ async function writeLive(state: DaemonState, pid = process.pid): Promise<DaemonS
     tokens: { reload: () => {}, refresh: async () => 'unavailable' },
     bounds: boundsOf(DEFAULT_TEST_BOUNDS),
     persistAttempt: async () => {},
-    publish: (snap) => {
-      last = { ...snap, state, pid, ...(procStartOf(pid) !== undefined && { procStart: procStartOf(pid) as string }) };
-      sink.write(last);
-    },
+    bus,
     info: { firmwareVersion: '1.2.3', profile: 'generic', agentVersion: '0.1.0', timeScale: 1, pid },
   });
   controller.start();

@@ -1,18 +1,20 @@
 // One camera of the fleet: a machine (boot time, wall-clock error, the
 // runtime dir's attempt record, the token file on flash) and, while it runs,
-// one agent process built from the shipped code: the token source and the
-// controller (with its heartbeat scheduler and policy), wired as
-// daemon/units.ts wires them, over the shipped transport on a fleet wire.
+// one agent process built by the shipped buildCore() (agent/daemon/core.ts:
+// the service API, the token source and the controller with its heartbeat
+// scheduler and policy, on one event bus), over the shipped transport on a
+// fleet wire.
 // Left out, and why: the outbox, channel and upload units (flash segments
 // and fs watchers per unit are out of scale for a thousand in one process,
 // and they carry no heartbeats), the status publisher (a file per snapshot)
 // and the systemd watchdog (a real interval timer).
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { createServiceApi } from '../../agent/api/service.js';
-import { CredentialsTokenSource } from '../../agent/auth/token-source.js';
-import { Controller } from '../../agent/daemon/controller.js';
+import type { CredentialsTokenSource } from '../../agent/auth/token-source.js';
+import { EventBus } from '../../agent/core/event-bus.js';
+import type { Controller } from '../../agent/daemon/controller.js';
+import { buildCore } from '../../agent/daemon/core.js';
 import type { AttemptRecord, Bounds } from '../../agent/daemon/heartbeat/policy.js';
-import type { DaemonState } from '../../agent/daemon/snapshot.js';
+import type { DaemonState } from '../../agent/core/state.js';
 import type { Settings } from '../../agent/config/types.js';
 import type { Logger } from '../../agent/lib/logger.js';
 import type { FakeCloud, SeededDevice } from '../fake-cloud/index.js';
@@ -102,30 +104,26 @@ export class SimDevice {
     const random = seeded(derive(ctx.seed, this.index, gen));
     const clock = new DeviceClock(ctx.vc, this.machine, ctx.wallStart);
     const wire = fleetWire(ctx.cloud, clock, () => ctx.vc.now() < this.networkDownUntil, ctx.stats);
-    const api = createServiceApi({ baseUrl: this.settings.apiUrl, token: () => tokens.current(), firmwareVersion: ctx.firmwareVersion, agentVersion: ctx.agentVersion, clock, logger: ctx.logger, wire });
     const client = { clientId: this.seededDevice.clientId, clientSecret: this.seededDevice.clientSecret };
-    const tokens: CredentialsTokenSource = new CredentialsTokenSource(this.settings, {
+    const bus = new EventBus(ctx.logger);
+    bus.on('stateChanged', this, ({ snapshot }) => this.enter(snapshot.state));
+    const { tokens, controller } = buildCore({
+      settings: this.settings,
+      agentVersion: ctx.agentVersion,
       clock,
       random,
       logger: ctx.logger,
-      oauth: api.oauth,
-      client: async () => client,
-      onRejected: (reason) => controller.tokensRejected(reason),
-      onRefreshed: () => controller.tokensRefreshed(),
-    });
-    const controller: Controller = new Controller({
-      clock,
-      random,
-      logger: ctx.logger,
-      api,
-      tokens,
+      bus,
       bounds: ctx.bounds,
-      lastAttempt: this.attempt,
-      persistAttempt: async (rec) => {
-        this.attempt = { ...rec };
+      client: async () => client,
+      controller: {
+        lastAttempt: this.attempt,
+        persistAttempt: async (rec) => {
+          this.attempt = { ...rec };
+        },
+        info: { firmwareVersion: ctx.firmwareVersion, agentVersion: ctx.agentVersion, timeScale: 1, pid: 1000 + gen },
       },
-      publish: (snap) => this.enter(snap.state),
-      info: { firmwareVersion: ctx.firmwareVersion, agentVersion: ctx.agentVersion, timeScale: 1, pid: 1000 + gen },
+      wire,
     });
     this.proc = { clock, tokens, controller, startedAt: ctx.vc.now() };
     // The daemon's order (units.ts): the token source, then the controller.

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import type { ClientCredentials } from '../../agent/api/oauth.js';
 import type { Settings } from '../../agent/config/types.js';
 import { CredentialsTokenSource } from '../../agent/auth/token-source.js';
+import { EventBus } from '../../agent/core/event-bus.js';
 import { FakeClock } from './fake-clock.js';
 import { CLIENT, FakeOAuth, memoryLogger, recordingClock, settingsIn, writeCredentials } from './auth-fixtures.js';
 
@@ -35,13 +36,15 @@ export function makeSource(o: SourceOptions) {
   const oauth = new FakeOAuth();
   const { logger, lines } = memoryLogger();
   const rejected: string[] = [];
+  const bus = new EventBus();
+  bus.on('tokensRejected', rejected, ({ reason }) => void rejected.push(reason));
   const source = new CredentialsTokenSource(settings, {
     clock,
     random: o.random ?? (() => 0.5),
     logger,
     oauth,
     ...(o.client !== null && { client: o.client ?? (async () => CLIENT) }),
-    onRejected: (reason) => void rejected.push(reason),
+    bus,
   });
   const fileJson = (): Record<string, unknown> => JSON.parse(readFileSync(settings.tokenFile, 'utf8')) as Record<string, unknown>;
   /** Agent ms until the armed timer, or undefined when none is armed. */

@@ -4,8 +4,10 @@
 // bytes) change far more often, so those are written at most once a real
 // second, and the STATUS= line (a process fork each) at most every ten.
 import type { Clock, Timer } from '../../lib/clock.js';
-import type { DaemonUnit } from '../unit.js';
-import { statusLine, type DaemonSnapshot } from '../snapshot.js';
+import type { DaemonUnit } from '../../core/unit.js';
+import type { EventBus } from '../../core/event-bus.js';
+import type { DaemonSnapshot } from '../../core/state.js';
+import { statusLine } from '../snapshot.js';
 import type { SystemdNotifier } from '../systemd/notify.js';
 import type { FileSink } from './file-sink.js';
 
@@ -23,13 +25,17 @@ export class StatusPublisher implements DaemonUnit {
     private readonly sink: FileSink<DaemonSnapshot>,
     private readonly notifier: SystemdNotifier,
     private readonly clock: Clock,
+    private readonly bus: EventBus,
     /** What the other units report, merged into status.json. */
     private readonly extras: () => Record<string, unknown> = () => ({}),
     /** Their one-line summaries, appended to STATUS= ("uploading 3 files, 1.2 GB left"). */
     private readonly texts: () => string[] = () => [],
   ) {}
 
-  start(): void {}
+  start(): void {
+    // Other units' facts changed (a channel plugged in, bytes sent, an item settled): rewrite soon.
+    for (const event of ['statusChanged', 'outboxSettled', 'channelsDetected', 'channelsSynced', 'bytesSent'] as const) this.bus.on(event, this, () => this.refresh());
+  }
 
   onSnapshot(snap: DaemonSnapshot): void {
     this.last = snap;
@@ -62,6 +68,7 @@ export class StatusPublisher implements DaemonUnit {
   }
 
   async stop(): Promise<void> {
+    this.bus.removeListeners(this);
     this.fileTimer?.cancel();
     this.lineTimer?.cancel();
     this.write();

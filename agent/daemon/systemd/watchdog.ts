@@ -1,6 +1,6 @@
 // systemd's watchdog, fed only while the daemon's own health check passes.
 import type { Timer } from '../../lib/clock.js';
-import type { DaemonUnit } from '../unit.js';
+import type { DaemonUnit } from '../../core/unit.js';
 import type { SystemdNotifier } from './notify.js';
 
 /** Arms a repeating real-time timer; the returned handle stops it. */
