@@ -1,0 +1,379 @@
+// Fuzz target "answers": the agent's commands against a hostile service.
+// Each case draws one command (check, pair, unpair, or a daemon run for a few
+// real seconds at a high --time-scale) and a hostile server whose answer to
+// each request is drawn per endpoint (hostile-answers.mjs). Oracles: the
+// contract's exit codes and output shapes (oracles.mjs), the exit code that
+// fits the answer check got, no credentials kept unless pairing was verified,
+// a daemon that stays up, stops with 0 on SIGTERM, keeps no dead sockets,
+// never heartbeats under 60 agent seconds apart and never gives up on an
+// upload the service only asked it to retry.
+import { chmodSync, existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { startHostileServer } from './hostile-server.mjs';
+import { checkExits, drawAnswer, retryable, routeOf, World } from './hostile-answers.mjs';
+import { cliProblems, firstLine, jsonOf, leakedSecret, problem } from './oracles.mjs';
+import { openFds, rssMiB, run, sleep, start } from './proc.mjs';
+
+/** Agent ms of the contract's request cut-off (contract.md; agent/lib/timing.ts REQUEST_TIMEOUT_MS). */
+const REQUEST_CUTOFF_MS = 30_000;
+/** Real ms a process gets beyond its own longest legitimate wait: node's start, a loaded machine. */
+const MARGIN_MS = 6_000;
+/** The time scale of the one-shot commands: 30 s of agent time is one real second. */
+const CLI_SCALE = 30;
+/** How long the daemon may take to stop after SIGTERM (agent/daemon/main.ts stops within 4.5 s). */
+const STOP_LIMIT_MS = 6_500;
+/** A kept-alive socket unused this long (real ms) must have been closed by the agent (agent/api/transport.ts IDLE_SOCKET_MS is 4 s). */
+const STALE_SOCKET_MS = 5_500;
+const FIRMWARE = '1.6.0'; // multi-av-tc (firmware-profiles/multi-av-tc.json): channel 'video' at dev/video0
+
+/** The case's dirs, files and environment: state with credentials, a client secret, a hardware tree. */
+function makeRig(tmp, world, server, rng, o = {}) {
+  const dirs = { root: tmp, state: path.join(tmp, 'state'), run: path.join(tmp, 'run'), host: path.join(tmp, 'host'), media: path.join(tmp, 'media') };
+  mkdirSync(dirs.state, { recursive: true, mode: 0o700 });
+  mkdirSync(path.join(dirs.host, 'dev'), { recursive: true });
+  writeFileSync(path.join(dirs.host, 'dev/video0'), '');
+  writeFileSync(path.join(tmp, 'config.json'), '{}\n');
+  const clientSecret = world.secret('fzcs');
+  const secretFile = path.join(tmp, 'client-secret');
+  writeFileSync(secretFile, `${clientSecret}\n`, { mode: 0o600 });
+  chmodSync(secretFile, 0o600);
+  const tokenFile = path.join(dirs.state, 'credentials.json');
+  let tokens;
+  if (o.credentials) {
+    tokens = { access: world.secret('fzat'), refresh: world.secret('fzrt') };
+    const now = Date.now();
+    writeFileSync(
+      tokenFile,
+      JSON.stringify({ access_token: tokens.access, refresh_token: tokens.refresh, token_type: 'bearer', expires_in: 28800, obtained_at: new Date(now).toISOString(), expires_at: new Date(now + 28_800_000).toISOString(), clock: 'local' }),
+      { mode: 0o600 },
+    );
+  }
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    C2C_CONFIG: path.join(tmp, 'config.json'),
+    C2C_API_URL: server.url,
+    C2C_STATE_DIR: dirs.state,
+    C2C_RUNTIME_DIR: dirs.run,
+    C2C_TIME_SCALE: String(o.scale ?? CLI_SCALE),
+    C2C_CLIENT_SECRET_FILE: secretFile,
+    C2C_CLIENT_ID: `fz-client-${rng.hex(8)}`,
+    C2C_FIRMWARE_VERSION: FIRMWARE,
+    C2C_HOST_ROOT: dirs.host,
+  };
+  return { dirs, env, tokenFile, tokens };
+}
+
+/**
+ * The planner: each endpoint's n-th request gets the answer drawn from its own
+ * stream of the case's PRNG, so a replay answers each endpoint the same
+ * sequence however the agent's requests interleave.
+ */
+function planner(rng, world, mixFor) {
+  const seen = new Map();
+  return (req) => {
+    const route = routeOf(req);
+    const n = seen.get(route) ?? 0;
+    seen.set(route, n + 1);
+    const r = rng.fork(`${route}#${n}`);
+    world.rng = r;
+    return drawAnswer(r, world, route, req, mixFor(route));
+  };
+}
+
+const answered = (server, route) => server.log.filter((e) => e.route === route);
+const describeOutcome = (o) => `${o.kind}${o.slow ? '+slow' : ''}${o.huge ? '+huge' : ''}:${o.status}:${o.quality}`;
+const statusClass = (s) => (s >= 200 && s < 300 ? '2xx' : s >= 300 && s < 400 ? '3xx' : s === 401 || s === 403 ? '401/403' : s === 429 ? '429' : s >= 500 && s < 600 ? '5xx' : s >= 400 && s < 500 ? '4xx' : `${s}`);
+
+function redirectProblems(server, label) {
+  const followed = answered(server, 'redirected');
+  return followed.length === 0 ? [] : [problem('wrong', `${label}:followed-redirect`, `the agent followed a redirect to ${followed[0].path.slice(0, 80)}`)];
+}
+
+// ---- check ----------------------------------------------------------------------------
+
+async function checkCase(ctx, world, server) {
+  const { rng } = ctx;
+  const useEnvToken = rng.chance(0.15);
+  const rig = makeRig(ctx.tmp, world, server, rng, { credentials: !useEnvToken });
+  if (useEnvToken) rig.env.C2C_TOKEN = world.secret('fzat');
+  const json = rng.chance(0.85);
+  const args = ['check', ...(json ? ['--json'] : [])];
+  const timeoutMs = ((REQUEST_CUTOFF_MS + 10_000) / CLI_SCALE) + MARGIN_MS;
+  const r = await run(process.execPath, [ctx.bundle, ...args], { env: rig.env, cwd: ctx.tmp, timeoutMs });
+  const problems = cliProblems(r, { label: 'check', json: json ? 'object' : undefined, secrets: world.secrets });
+  problems.push(...redirectProblems(server, 'check'));
+  const me = answered(server, 'me')[0];
+  const desc = [`c2c-agent ${args.join(' ')}${useEnvToken ? ' (C2C_TOKEN)' : ''}`, `GET /v2/devices/me -> ${me ? me.label : '(never asked)'}`, `/health -> ${answered(server, 'health').map((e) => e.label).join('; ') || '(not asked)'}`];
+  if (!r.timedOut && !r.rssKilled && r.signal === null && r.code !== 1) {
+    if (me === undefined) {
+      if (r.code === 0) problems.push(problem('wrong', 'check:exit0-without-asking', 'exit 0 but GET /v2/devices/me never reached the service'));
+    } else {
+      const allowed = checkExits(me.outcome);
+      if (!allowed.includes(r.code)) {
+        const o = me.outcome;
+        problems.push(problem('wrong', `check:exit${r.code}-for-${o.kind}${o.huge ? '+huge' : ''}-${statusClass(o.status)}-${o.quality}`, `exit ${r.code} (allowed ${allowed.join('/')}) for ${me.label}; stderr ${firstLine(r.stderr)}`));
+      }
+      if (r.code === 0 && json) {
+        const v = jsonOf(r);
+        if (v && (v.device === null || typeof v.device !== 'object' || typeof v.device.id !== 'string')) problems.push(problem('wrong', 'check:exit0-no-device', '--json ok without a device id'));
+      }
+    }
+  }
+  return { desc, problems, result: r };
+}
+
+// ---- pair -----------------------------------------------------------------------------
+
+async function pairCase(ctx, world, server) {
+  const { rng } = ctx;
+  const rig = makeRig(ctx.tmp, world, server, rng);
+  const timeoutS = rng.pick([15, 30, 60]);
+  const args = ['pair', '--json', '--timeout', String(timeoutS)];
+  // The last poll may start just before the deadline, then storing and GET /v2/devices/me: three cut-offs at most.
+  const timeoutMs = ((timeoutS * 1000 + 3 * REQUEST_CUTOFF_MS) / CLI_SCALE) + MARGIN_MS;
+  const r = await run(process.execPath, [ctx.bundle, ...args], { env: rig.env, cwd: ctx.tmp, timeoutMs });
+  const problems = cliProblems(r, { label: 'pair', json: 'lines', secrets: world.secrets });
+  problems.push(...redirectProblems(server, 'pair'));
+  const me = answered(server, 'me');
+  const last = me[me.length - 1];
+  const desc = [
+    `c2c-agent ${args.join(' ')}`,
+    `device/code -> ${answered(server, 'code').map((e) => e.label).slice(0, 4).join('; ') || '(never asked)'}`,
+    `token polls: ${answered(server, 'poll').length}, last -> ${answered(server, 'poll').slice(-1)[0]?.label ?? '(none)'}`,
+    `GET /v2/devices/me -> ${me.map((e) => e.label).join('; ') || '(never asked)'}`,
+  ];
+  const stored = existsSync(rig.tokenFile);
+  if (!r.timedOut && !r.rssKilled && r.signal === null) {
+    if (r.code !== 0 && stored) {
+      problems.push(problem('wrong', 'pair:stored-unverified', `exit ${r.code} but ${path.basename(rig.tokenFile)} was written (verification: ${last ? last.label : 'never asked'})`));
+    }
+    if (r.code === 0) {
+      if (!stored) problems.push(problem('wrong', 'pair:exit0-nothing-stored', 'exit 0 but no credentials file'));
+      else {
+        let token;
+        try {
+          token = JSON.parse(readFileSync(rig.tokenFile, 'utf8')).access_token;
+        } catch {
+          token = undefined;
+        }
+        if (!world.secrets.has(token)) problems.push(problem('wrong', 'pair:exit0-foreign-token', 'exit 0 but the stored access token is none the service granted'));
+      }
+      if (last === undefined) problems.push(problem('wrong', 'pair:exit0-unverified', 'exit 0 without GET /v2/devices/me'));
+      else if (!['answer', 'odd'].includes(last.outcome.kind) || last.outcome.status < 200 || last.outcome.status > 299 || last.outcome.quality === 'bad') {
+        problems.push(problem('wrong', `pair:exit0-unverified-${last.outcome.kind}-${statusClass(last.outcome.status)}-${last.outcome.quality}`, `exit 0 although verification got ${last.label}`));
+      }
+    } else if (last !== undefined && last.outcome.kind === 'answer' && !last.outcome.slow && last.outcome.status >= 200 && last.outcome.status < 300 && last.outcome.quality === 'ok') {
+      problems.push(problem('wrong', 'pair:verified-but-failed', `exit ${r.code} although verification got ${last.label}; stderr ${firstLine(r.stderr)}`));
+    }
+  }
+  return { desc, problems, result: r };
+}
+
+// ---- unpair ---------------------------------------------------------------------------
+
+async function unpairCase(ctx, world, server) {
+  const { rng } = ctx;
+  const rig = makeRig(ctx.tmp, world, server, rng, { credentials: true });
+  const args = ['unpair', '--json'];
+  const timeoutMs = 10_000 / CLI_SCALE + MARGIN_MS;
+  const r = await run(process.execPath, [ctx.bundle, ...args], { env: rig.env, cwd: ctx.tmp, timeoutMs });
+  const problems = cliProblems(r, { label: 'unpair', json: 'object', secrets: world.secrets });
+  problems.push(...redirectProblems(server, 'unpair'));
+  const revoke = answered(server, 'revoke')[0];
+  const desc = [`c2c-agent ${args.join(' ')}`, `POST /v2/auth/revoke -> ${revoke ? revoke.label : '(never asked)'}`];
+  if (!r.timedOut && !r.rssKilled && r.signal === null && r.code !== 1) {
+    if (r.code !== 0) problems.push(problem('wrong', `unpair:exit${r.code}`, `unpair must forget locally and exit 0 whatever the service says; got ${r.code}: ${firstLine(r.stderr)}`));
+    if (existsSync(rig.tokenFile)) problems.push(problem('wrong', 'unpair:credentials-kept', 'the credentials file is still there'));
+    const v = jsonOf(r);
+    if (v && revoke) {
+      const o = revoke.outcome;
+      const surely = o.kind === 'answer' && !o.slow && o.status >= 200 && o.status < 300 && o.quality === 'ok';
+      const surelyNot = ['hang', 'broken', 'upgrade'].includes(o.kind) || (o.kind === 'answer' && (o.status < 200 || o.status > 299));
+      if (surely && v.revoked !== true) problems.push(problem('wrong', 'unpair:revoked-false-on-2xx', `revoked ${v.revoked} although the service answered ${revoke.label}`));
+      if (surelyNot && !o.slow && v.revoked === true) problems.push(problem('wrong', `unpair:revoked-true-on-${o.kind}-${statusClass(o.status)}`, `revoked true although the service answered ${revoke.label}`));
+    }
+  }
+  return { desc, problems, result: r };
+}
+
+// ---- the daemon -----------------------------------------------------------------------
+
+/** Socket inodes of this pid in CLOSE_WAIT (the peer closed, the agent never did), from /proc/net/tcp{,6}. */
+function closeWaitSockets(pid) {
+  const fds = openFds(pid);
+  if (fds === undefined) return 0;
+  const mine = new Set(fds.sockets);
+  let n = 0;
+  for (const f of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(f, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const cols = line.trim().split(/\s+/);
+      if (cols.length > 9 && cols[3] === '08' && mine.has(cols[9])) n++;
+    }
+  }
+  return n;
+}
+
+async function daemonCase(ctx, world, server, retryOnly, scale) {
+  const { rng } = ctx;
+  const rig = makeRig(ctx.tmp, world, server, rng, { credentials: true, scale });
+  mkdirSync(rig.dirs.media, { recursive: true });
+  const files = rng.int(1, 3);
+  for (let i = 0; i < files; i++) {
+    const f = path.join(rig.dirs.media, `clip-${i}.mp4`);
+    writeFileSync(f, rng.bytes(rng.pick([0, 1, 1000, 70_000, 200_000])));
+    const old = (Date.now() - 3_600_000) / 1000;
+    utimesSync(f, old, old);
+  }
+  const env = { ...rig.env, C2C_MEDIA_DIR: rig.dirs.media, C2C_MEDIA_SETTLE_SECONDS: '1', C2C_LOG_LEVEL: rng.pick(['info', 'debug']) };
+  const seconds = rng.int(6, 9);
+  const desc = [`c2c-agent run --time-scale ${scale} for ${seconds} s real (${retryOnly ? 'uploads answered only with what a client must retry' : 'any answers'}), ${files} clip(s)`];
+  const problems = [];
+  const d = start(process.execPath, [ctx.bundle, 'run'], { env, cwd: ctx.tmp, timeoutMs: Infinity });
+  let maxFds = 0;
+  const sampler = setInterval(() => {
+    const f = d.pid === undefined ? undefined : openFds(d.pid);
+    if (f) maxFds = Math.max(maxFds, f.count);
+    const rss = d.pid === undefined ? undefined : rssMiB(d.pid);
+    if (rss !== undefined && rss > 300) d.kill();
+  }, 200);
+  let exited;
+  void d.done.then((r) => (exited = r));
+  try {
+    // Half-way: `status` must see the daemon running (0, or 77 in needs-pairing), never "not running".
+    await sleep(seconds * 500);
+    if (exited === undefined) {
+      const st = await run(process.execPath, [ctx.bundle, 'status', '--json'], { env: rig.env, cwd: ctx.tmp, timeoutMs: 10_000 });
+      problems.push(...cliProblems(st, { label: 'status-while-running', json: 'object', secrets: world.secrets }));
+      if (exited === undefined && !st.timedOut && st.code !== 0 && st.code !== 77) {
+        problems.push(problem('wrong', `status-while-running:exit${st.code}`, `status exits ${st.code} while the daemon runs: ${firstLine(st.stderr)}`));
+      }
+    }
+    await sleep(seconds * 500);
+    const stale = server.openConnections().filter((c) => c.idleMs > STALE_SOCKET_MS && !c.peerEnded);
+    if (exited !== undefined) {
+      problems.push(problem('crash', `daemon:died-${exited.signal ?? exited.code}`, `the daemon exited ${exited.signal ?? exited.code} before SIGTERM: ${lastLogLines(exited.stdout + exited.stderr)}`));
+    } else {
+      if (stale.length > 0) {
+        problems.push(problem('wrong', 'daemon:socket-leak', `${stale.length} connection(s) the agent keeps open with nothing moving for > ${STALE_SOCKET_MS} ms (${[...new Set(stale.map((c) => `${c.state} after ${c.label ?? 'no request'}`))].join('; ')})`));
+      }
+      const cw = Math.min(closeWaitSockets(d.pid), (await sleep(500), closeWaitSockets(d.pid)));
+      if (cw > 2) problems.push(problem('wrong', 'daemon:close-wait-sockets', `${cw} sockets the service closed are still open in the agent (CLOSE_WAIT)`));
+      if (maxFds > 200) problems.push(problem('wrong', 'daemon:fds', `${maxFds} open descriptors`));
+      d.signal('SIGTERM');
+      const stop = await Promise.race([d.done, sleep(STOP_LIMIT_MS).then(() => undefined)]);
+      if (stop === undefined) {
+        d.kill();
+        problems.push(problem('hang', 'daemon:stop-hang', `still running ${STOP_LIMIT_MS} ms after SIGTERM`));
+      } else if (stop.signal !== null) problems.push(problem('crash', `daemon:stop-signal-${stop.signal}`, `died of ${stop.signal} after SIGTERM`));
+      else if (stop.code !== 0) problems.push(problem(stop.code === 1 ? 'crash' : 'wrong', `daemon:stop-exit${stop.code}`, `exit ${stop.code} after SIGTERM: ${lastLogLines(stop.stdout + stop.stderr)}`));
+    }
+  } finally {
+    clearInterval(sampler);
+    d.kill();
+  }
+  const r = await d.done;
+  if (r.rssKilled || r.maxRssMiB > 300) problems.push(problem('crash', 'daemon:rss', `RSS reached ${r.maxRssMiB} MiB`));
+  problems.push(...daemonLogProblems(r, world));
+  problems.push(...redirectProblems(server, 'daemon'));
+  problems.push(...heartbeatProblems(server, scale));
+  const agentMinutes = (seconds * scale) / 60;
+  for (const [route, n] of server.counts) {
+    if (route !== 'storage' && n > 30 + 60 * agentMinutes) problems.push(problem('wrong', `daemon:request-storm-${route}`, `${n} ${route} requests in ${agentMinutes.toFixed(0)} agent minutes`));
+  }
+  // What became of the uploads: `queue --json` reads the state dir.
+  const q = await run(process.execPath, [ctx.bundle, 'queue', '--json'], { env: rig.env, cwd: ctx.tmp, timeoutMs: 10_000 });
+  problems.push(...cliProblems(q, { label: 'queue-after-run', json: 'object', secrets: world.secrets }));
+  const uploadAnswers = server.log.filter((e) => e.route === 'assets' || e.route === 'storage');
+  const allRetryable = uploadAnswers.every((e) => retryable(e.outcome));
+  const v = jsonOf(q);
+  const dead = (v?.items ?? []).filter((i) => i.kind === 'upload' && (i.state === 'dead' || i.upload?.state === 'dead-lettered'));
+  for (const i of dead) {
+    if (allRetryable && !/gave up after/i.test(String(i.reason ?? ''))) {
+      problems.push(problem('wrong', 'daemon:upload-dead-lettered-on-retryable', `upload ${i.upload?.name ?? i.id} dead-lettered (${String(i.reason ?? '').slice(0, 160)}) though every upload answer was one to retry`));
+    }
+  }
+  desc.push(`requests: ${[...server.counts].map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  desc.push(`upload answers: ${uploadAnswers.slice(0, 6).map((e) => `${e.route} ${e.label}`).join('; ')}${uploadAnswers.length > 6 ? '; …' : ''}`);
+  return { desc, problems, result: r };
+}
+
+function lastLogLines(text) {
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  return lines.slice(-2).map((l) => l.slice(0, 300)).join(' | ');
+}
+
+/** The daemon's own output: pino JSON lines on stdout, nothing on stderr, no bug logged, no secret. */
+function daemonLogProblems(r, world) {
+  const out = [];
+  const lines = r.stdout.split('\n').filter((l) => l !== '');
+  let bad = 0;
+  for (const l of lines) {
+    let rec;
+    try {
+      rec = JSON.parse(l);
+    } catch {
+      if (++bad === 1) out.push(problem('wrong', 'daemon:log-not-json', `a stdout line is not JSON: ${l.slice(0, 200)}`));
+      continue;
+    }
+    if (rec.level >= 50 && /a bug|uncaught|unhandled/i.test(String(rec.msg))) out.push(problem('crash', 'daemon:bug-logged', `${String(rec.msg).slice(0, 200)} ${String(rec.err?.message ?? rec.err ?? '').slice(0, 200)}`));
+  }
+  if (r.stderr.trim() !== '') out.push(problem('wrong', 'daemon:stderr', `the daemon wrote to stderr: ${firstLine(r.stderr)}`));
+  const leak = leakedSecret(r.stdout + r.stderr, world.secrets);
+  if (leak !== undefined) out.push(problem('wrong', 'daemon:secret-leak', `a secret (${leak.slice(0, 6)}…) appears in the daemon's log`));
+  return out;
+}
+
+/** README "The heartbeat rules": two attempts never less than 60 s apart; the fake's referee's tolerance, widened for a loaded machine. */
+function heartbeatProblems(server, scale) {
+  const times = answered(server, 'heartbeat').map((e) => e.t);
+  const tolerance = 25 * scale;
+  for (let i = 1; i < times.length; i++) {
+    const gap = (times[i] - times[i - 1]) * scale;
+    if (gap < 60_000 - tolerance) return [problem('wrong', 'daemon:heartbeat-too-soon', `heartbeats ${Math.round(gap / 1000)} agent s apart (after ${answered(server, 'heartbeat')[i - 1].label})`)];
+  }
+  return [];
+}
+
+// ---- the target -----------------------------------------------------------------------
+
+export const answersTarget = {
+  name: 'answers',
+  async runCase(ctx) {
+    const { rng } = ctx;
+    const kind = rng.weighted([[45, 'check'], [20, 'pair'], [15, 'unpair'], [12, 'daemon']]);
+    const retryOnly = kind === 'daemon' && rng.chance(0.5);
+    const scale = kind === 'daemon' ? rng.pick([60, 200, 600]) : CLI_SCALE;
+    const pValid = {
+      check: { me: 0.25, health: 0.5 },
+      pair: { code: 0.6, poll: 0.3, me: 0.5 },
+      unpair: { revoke: 0.4 },
+      daemon: {},
+    }[kind];
+    const daemonValid = rng.pick([0.4, 0.6, 0.8]);
+    const mixFor = (route) => ({
+      pValid: pValid[route] ?? (kind === 'daemon' ? daemonValid : 0.5),
+      retryOnly: retryOnly && (route === 'assets' || route === 'storage'),
+      pProperWire: 0.45,
+      pGarbageHeaders: 0.25,
+    });
+    // The server needs the planner and the planner the server's URL (for presigned URLs): a late binding.
+    let plan;
+    const server = await startHostileServer({ plan: (req) => plan(req), onError: (err) => ctx.log?.(`planner error: ${err?.stack ?? err}`) });
+    const world = new World(rng.fork('world'), server.url);
+    plan = planner(rng.fork('server'), world, mixFor);
+    try {
+      if (kind === 'check') return await checkCase(ctx, world, server);
+      if (kind === 'pair') return await pairCase(ctx, world, server);
+      if (kind === 'unpair') return await unpairCase(ctx, world, server);
+      return await daemonCase(ctx, world, server, retryOnly, scale);
+    } finally {
+      await server.close();
+    }
+  },
+};

@@ -1,0 +1,211 @@
+// A hostile HTTP/1.1 server on 127.0.0.1, written on raw node:net so an answer
+// can be any bytes at all: a truncated status line, a lying Content-Length,
+// chunked garbage, a 101 upgrade, a body that never ends, nothing. Requests
+// are parsed here (head, then a Content-Length or chunked body); the answer
+// to each comes from `plan(request)` (hostile-answers.mjs), which returns
+// {label, outcome, write(io)}; `write` resolves 'keep' (read the next request
+// on this connection), 'close' or 'hang' (leave it open and silent). Every
+// wait is bounded and ends when the server closes, and every socket is
+// destroyed by close(), so no case leaves a timer or a connection behind.
+import net from 'node:net';
+
+const MAX_HEAD = 4 * 1024 * 1024;
+const MAX_BODY = 64 * 1024 * 1024;
+
+export async function startHostileServer({ plan, onError }) {
+  const conns = new Set();
+  const log = [];
+  const counts = new Map();
+  let closing = false;
+  const closers = new Set();
+  const t0 = Date.now();
+
+  /** Resolves after ms, or at once when the server closes. */
+  const delay = (ms) =>
+    new Promise((resolve) => {
+      if (closing) return resolve();
+      const t = setTimeout(() => {
+        closers.delete(stop);
+        resolve();
+      }, ms);
+      const stop = () => {
+        clearTimeout(t);
+        resolve();
+      };
+      closers.add(stop);
+    });
+
+  function ioFor(conn) {
+    const { sock } = conn;
+    const gone = () => sock.destroyed || closing || !sock.writable;
+    return {
+      sock,
+      delay,
+      gone,
+      /** Writes with backpressure; false once the peer went away. */
+      async write(chunk) {
+        if (gone()) return false;
+        conn.last = Date.now();
+        if (sock.write(chunk)) return true;
+        await new Promise((resolve) => {
+          const done = () => {
+            sock.off('drain', done);
+            sock.off('close', done);
+            resolve();
+          };
+          sock.once('drain', done);
+          sock.once('close', done);
+        });
+        return !gone();
+      },
+      end() {
+        if (!sock.destroyed) sock.end();
+      },
+      destroy() {
+        sock.destroy();
+      },
+      /** Half-closed by the peer? */
+      peerEnded: () => conn.peerEnded,
+    };
+  }
+
+  function parseHead(text) {
+    const lines = text.split('\r\n');
+    const [method, target, version] = (lines.shift() ?? '').split(' ');
+    const headers = {};
+    for (const l of lines) {
+      const i = l.indexOf(':');
+      if (i > 0) headers[l.slice(0, i).trim().toLowerCase()] = l.slice(i + 1).trim();
+    }
+    const q = (target ?? '').indexOf('?');
+    return { method, target, version, path: q < 0 ? target : target.slice(0, q), query: q < 0 ? '' : target.slice(q + 1), headers };
+  }
+
+  /** A chunked body: {body, rest} once complete, undefined while more is needed, null when it is garbage. */
+  function parseChunked(buf) {
+    const parts = [];
+    let at = 0;
+    for (;;) {
+      const eol = buf.indexOf('\r\n', at);
+      if (eol < 0) return undefined;
+      const size = parseInt(buf.subarray(at, eol).toString('latin1').split(';')[0], 16);
+      if (!Number.isFinite(size) || size < 0) return null;
+      if (size === 0) {
+        // Trailers, if any, end with an empty line; without them the empty line follows at once.
+        const end = buf.indexOf('\r\n\r\n', eol);
+        if (end < 0) return buf.length - eol > 8192 ? null : undefined;
+        return { body: Buffer.concat(parts), rest: buf.subarray(end + 4) };
+      }
+      if (buf.length < eol + 2 + size + 2) return undefined;
+      parts.push(buf.subarray(eol + 2, eol + 2 + size));
+      at = eol + 2 + size + 2;
+    }
+  }
+
+  async function serve(conn) {
+    if (conn.busy || closing) return;
+    const headEnd = conn.buf.indexOf('\r\n\r\n');
+    if (headEnd < 0) {
+      if (conn.buf.length > MAX_HEAD) conn.sock.destroy();
+      return;
+    }
+    const req = parseHead(conn.buf.subarray(0, headEnd).toString('latin1'));
+    let body;
+    let rest;
+    const after = conn.buf.subarray(headEnd + 4);
+    if (/chunked/i.test(req.headers['transfer-encoding'] ?? '')) {
+      const c = parseChunked(after);
+      if (c === null) return conn.sock.destroy();
+      if (c === undefined) return;
+      ({ body, rest } = c);
+    } else {
+      const n = Number(req.headers['content-length'] ?? 0);
+      if (!Number.isFinite(n) || n < 0 || n > MAX_BODY) return conn.sock.destroy();
+      if (after.length < n) return;
+      body = after.subarray(0, n);
+      rest = after.subarray(n);
+    }
+    conn.buf = Buffer.from(rest);
+    conn.busy = true;
+    req.body = body;
+    req.at = Date.now() - t0;
+    let answer;
+    try {
+      answer = plan(req);
+    } catch (err) {
+      onError?.(err);
+      answer = { label: 'planner-error', outcome: { kind: 'status', status: 500 }, write: async (io) => (await io.write('HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n'), 'keep') };
+    }
+    const key = answer.route ?? 'other';
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    const entry = { t: req.at, method: req.method, path: req.path, route: answer.route, label: answer.label, outcome: answer.outcome, bodyBytes: body.length, end: undefined };
+    log.push(entry);
+    conn.state = 'answering';
+    conn.label = `${req.method} ${req.path} -> ${answer.label}`;
+    let next;
+    try {
+      next = await answer.write(ioFor(conn));
+    } catch (err) {
+      // EPIPE and friends: the agent went away mid-answer, which it may.
+      next = 'close';
+    }
+    entry.end = Date.now() - t0;
+    conn.last = Date.now();
+    if (next === 'hang') {
+      conn.state = 'hanging';
+      return;
+    }
+    if (next === 'close' || conn.sock.destroyed) {
+      conn.state = 'closed';
+      if (!conn.sock.destroyed) conn.sock.end();
+      setTimeout(() => conn.sock.destroy(), 200).unref();
+      return;
+    }
+    conn.state = 'idle';
+    conn.busy = false;
+    if (conn.buf.length > 0) void serve(conn);
+  }
+
+  const server = net.createServer((sock) => {
+    if (closing) return sock.destroy();
+    const conn = { sock, buf: Buffer.alloc(0), busy: false, state: 'idle', opened: Date.now(), last: Date.now(), peerEnded: false };
+    conns.add(conn);
+    sock.on('data', (d) => {
+      conn.last = Date.now();
+      if (conn.busy) return; // bytes sent while we answer (or hang) are ignored, as a stuck server would
+      conn.buf = conn.buf.length === 0 ? d : Buffer.concat([conn.buf, d]);
+      void serve(conn);
+    });
+    sock.on('end', () => {
+      conn.peerEnded = true;
+    });
+    sock.on('error', () => undefined);
+    sock.on('close', () => conns.delete(conn));
+    sock.setNoDelay(true);
+  });
+  server.maxConnections = 512;
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const port = server.address().port;
+
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    log,
+    counts,
+    /** Connections still open, with how long (real ms) nothing has moved on them. */
+    openConnections() {
+      const now = Date.now();
+      return [...conns].map((c) => ({ state: c.state, idleMs: now - c.last, ageMs: now - c.opened, peerEnded: c.peerEnded, label: c.label }));
+    },
+    async close() {
+      closing = true;
+      for (const stop of closers) stop();
+      closers.clear();
+      for (const c of conns) c.sock.destroy();
+      await new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -1,0 +1,1 @@
+export const mediaTarget = { name: 'media', async runCase() { return { desc: ['todo'], problems: [] }; } };
