@@ -20,6 +20,7 @@ import { readQueueOf } from '../outbox/reader.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
+import { oneLine } from '../lib/text.js';
 
 export const usage = 'channels [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -88,11 +89,12 @@ export async function run(ctx: CommandContext): Promise<number> {
     const lines = [`profile: ${profile.id} (${profile.name})`];
     for (const c of channels) {
       const at = c.service;
-      const svc = at === 'unknown' ? 'service: unknown' : at === null ? 'not at the service' : `at the service as ${at.id}${at.status ? ` (${at.status})` : ''}`;
+      // Ids and states the service sent: one bounded line each.
+      const svc = at === 'unknown' ? 'service: unknown' : at === null ? 'not at the service' : `at the service as ${oneLine(at.id, 80)}${at.status ? ` (${oneLine(at.status, 40)})` : ''}`;
       lines.push(`  ${c.key.padEnd(12)} ${c.detected ? 'detected    ' : 'not detected'}  ${svc}   ${c.name} [${c.deviceModelId}]`);
     }
     if (!service.reachable) lines.push(`service: not asked (${service.error})`);
-    for (const s of strays) lines.push(`  stray at the service: ${s.id} ${s.name ?? ''} (the next sync disconnects it)`);
+    for (const s of strays) lines.push(`  stray at the service: ${oneLine(s.id, 80)} ${oneLine(s.name ?? '', 120)} (the next sync disconnects it)`);
     lines.push(`pending syncs: ${pendingSyncs}`);
     if (record.error) lines.push(`warning: ${record.error}`);
     const hw = hardware;

@@ -5,7 +5,7 @@
 import { DEVICE_SCOPE } from '../api/oauth.js';
 import type { Device, ResponseMeta } from '../api/types.js';
 import type { RateLimitInfo } from '../lib/errors.js';
-import { describeDuration } from '../lib/text.js';
+import { describeDuration, oneLine, quote } from '../lib/text.js';
 
 /** The scopes pairing asks for (upload, and a refresh token): a unit without one of them is warned about. */
 const REQUIRED_SCOPES = DEVICE_SCOPE.split(' ');
@@ -61,10 +61,10 @@ export function checkFacts(d: Device, serverNowMs: number): CheckFacts {
     const at = Date.parse(expiresAt);
     if (Number.isFinite(at)) {
       expiresInMs = at - serverNowMs;
-      if (expiresInMs <= 0) warnings.push(`authorization expired at ${expiresAt}; ask the project owner to extend it, then re-pair`);
-      else if (expiresInMs < DAY_MS) warnings.push(`authorization expires in ${describeDuration(expiresInMs)} (${expiresAt}); ask the project owner to extend it`);
+      if (expiresInMs <= 0) warnings.push(`authorization expired at ${oneLine(expiresAt, 80)}; ask the project owner to extend it, then re-pair`);
+      else if (expiresInMs < DAY_MS) warnings.push(`authorization expires in ${describeDuration(expiresInMs)} (${oneLine(expiresAt, 80)}); ask the project owner to extend it`);
     } else {
-      warnings.push(`authorization expires_at '${expiresAt.slice(0, 40)}' is not a time the agent understands`);
+      warnings.push(`authorization expires_at ${quote(expiresAt, 40)} is not a time the agent understands`);
     }
   }
   return { device: deviceFacts(d), scopes, missingScopes, expiresAt, expiresInMs, warnings };
@@ -93,15 +93,19 @@ export interface HumanInput {
   credentialsSource: string;
 }
 
+/** A value the service sent, as one bounded line of printable text: a name may hold newlines or terminal escapes. */
+const shown = (v: string, max = 120): string => oneLine(v, max);
+
 export function humanReport(i: HumanInput): string[] {
   const { device: dev } = i.facts;
+  const channel = (c: DeviceFacts['channels'][number]): string => `${shown(c.name ?? c.id)} (${[c.id, c.asset_type, c.status].filter((x): x is string => x !== null).map((x) => shown(x, 80)).join(', ')})`;
   const lines = [
-    `paired: ${dev.name ?? '(unnamed)'} (device ${dev.id})`,
-    `project: ${dev.project ?? '(name not sent)'} (id ${dev.project_id ?? 'unknown'})`,
-    `status: ${dev.status ?? 'unknown'}`,
-    `channels: ${dev.channels.length === 0 ? 'none' : dev.channels.map((c) => `${c.name ?? c.id} (${[c.id, c.asset_type, c.status].filter((x) => x !== null).join(', ')})`).join('; ')}`,
+    `paired: ${dev.name === null ? '(unnamed)' : shown(dev.name)} (device ${shown(dev.id, 80)})`,
+    `project: ${dev.project === null ? '(name not sent)' : shown(dev.project)} (id ${dev.project_id === null ? 'unknown' : shown(dev.project_id, 80)})`,
+    `status: ${dev.status === null ? 'unknown' : shown(dev.status, 80)}`,
+    `channels: ${dev.channels.length === 0 ? 'none' : dev.channels.map(channel).join('; ')}`,
     `scopes: ${DEVICE_SCOPES.map((s) => `${s} ${i.facts.scopes[s] === true ? 'yes' : i.facts.scopes[s] === false ? 'NO' : 'unknown'}`).join(', ')}`,
-    `authorization expires: ${i.facts.expiresAt === null ? 'never' : `${i.facts.expiresAt}${i.facts.expiresInMs !== null && i.facts.expiresInMs > 0 ? ` (in ${describeDuration(i.facts.expiresInMs)})` : ''}`}`,
+    `authorization expires: ${i.facts.expiresAt === null ? 'never' : `${shown(i.facts.expiresAt, 80)}${i.facts.expiresInMs !== null && i.facts.expiresInMs > 0 ? ` (in ${describeDuration(i.facts.expiresInMs)})` : ''}`}`,
     `firmware version sent: ${i.firmwareVersion} (from ${i.firmwareSource})`,
     `profile: ${i.profileId} (${i.profileName})`,
     `token: from ${i.credentialsSource}`,

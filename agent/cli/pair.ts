@@ -21,6 +21,7 @@ import { SystemClock } from '../lib/clock.js';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError } from '../lib/fs-errors.js';
+import { oneLine, quote } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { describeError, fail, printError, printJsonLine } from './output.js';
 import { PairReporter } from './pair-report.js';
@@ -36,7 +37,7 @@ const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 function timeoutOf(value: unknown): number {
   if (value === undefined) return DEFAULT_TIMEOUT_S;
   const n = typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
-  if (!(n > 0)) throw usageError(`pair: --timeout '${String(value)}' must be a positive number of seconds; run c2c-agent pair --help`);
+  if (!(n > 0)) throw usageError(`pair: --timeout ${quote(String(value))} must be a positive number of seconds; run c2c-agent pair --help`);
   return n;
 }
 
@@ -145,8 +146,9 @@ export async function run(ctx: CommandContext): Promise<number> {
     reporter.done(
       { event: 'paired', ok: true, exitCode: EXIT.ok, device: deviceSummary(device), credentials: settings.tokenFile, daemon: nudge.kind, warnings },
       [
-        `paired: ${device.name ?? '(unnamed)'} (device ${device.id})`,
-        `project: ${device.project?.name ?? '(name not sent)'} (id ${device.project_id ?? device.project?.id ?? 'unknown'})`,
+        // Names the service sent: one bounded line each, whatever they hold.
+        `paired: ${oneLine(device.name ?? '(unnamed)', 120)} (device ${oneLine(device.id, 80)})`,
+        `project: ${oneLine(device.project?.name ?? '(name not sent)', 120)} (id ${oneLine(device.project_id ?? device.project?.id ?? 'unknown', 80)})`,
         `credentials: ${settings.tokenFile}`,
         `daemon: ${daemon}`,
         ...warnings.map((w) => `warning: ${w}`),

@@ -8,7 +8,7 @@ import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { processAlive } from '../daemon/runtime/run-lock.js';
 import type { DaemonSnapshot } from '../core/state.js';
 import { NEEDS_PAIRING_LINE } from '../daemon/snapshot.js';
-import { formatDuration } from '../lib/text.js';
+import { formatDuration, oneLine } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printError, printJson, printLine } from './output.js';
 import { describeOffset } from './check-report.js';
@@ -30,8 +30,9 @@ function humanBlock(s: DaemonSnapshot, now: number): string[] {
   const lines = [`state:       ${s.state}${s.reason ? ` (${s.reason})` : ''}, since ${s.since.at} (${ago(s.since.monotonic, now)})`];
   if (s.state === 'needs-pairing') lines.unshift(NEEDS_PAIRING_LINE);
   if (s.device) {
-    const project = s.project ? ` in project ${s.project.name ?? '?'}${s.project.id ? ` (${s.project.id})` : ''}` : '';
-    lines.push(`device:      ${s.device.name ?? '?'} (${s.device.id})${project}`);
+    // Names the service sent, kept in status.json: one bounded line each.
+    const project = s.project ? ` in project ${oneLine(s.project.name ?? '?', 120)}${s.project.id ? ` (${oneLine(String(s.project.id), 80)})` : ''}` : '';
+    lines.push(`device:      ${oneLine(s.device.name ?? '?', 120)} (${oneLine(String(s.device.id), 80)})${project}`);
   }
   if (s.lastHeartbeat) {
     const h = s.lastHeartbeat;
