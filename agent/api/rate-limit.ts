@@ -6,7 +6,7 @@ import { MAX_RETRY_AFTER_MS } from '../lib/timing.js';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
-/** The spec's advice when a 429 carries nothing better: pause about one second. */
+/** The service's advice when a 429 carries nothing better: pause about one second (docs/service-api.md, "Rate limits"). */
 export const DEFAULT_RETRY_AFTER_MS = 1000;
 
 export function header(headers: HeaderBag, name: string): string | undefined {

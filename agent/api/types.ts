@@ -1,5 +1,5 @@
 // What the rest of the agent sees of the service. The got-based client in
-// client.ts implements DeviceApi; the daemon's tests fake it.
+// service.ts (over transport.ts) implements DeviceApi; the daemon's tests fake it.
 import type { RateLimitInfo } from '../lib/errors.js';
 
 export interface DeviceChannel {

@@ -1,5 +1,5 @@
 // The client id: unique per physical unit, sent on pairing, refresh, revoke
-// and channel connect (lifecycle spec §1). An explicit setting wins;
+// and channel connect (docs/service-api.md, "Identity"). An explicit setting wins;
 // otherwise a random UUID is generated once and kept in the state dir
 // (<state-dir>/agent-state.json, mode 0600). Never derived from a MAC address
 // or anything personal. Written only on first use, so a healthy agent does

@@ -1,5 +1,5 @@
 // Firmware profiles: one device-model configuration per firmware range
-// (lifecycle spec §5). Loaded from a directory or from the set shipped with
+// (docs/service-api.md, "Firmware version"). Loaded from a directory or from the set shipped with
 // the agent (embedded in the bundle at build time), validated against
 // firmware-profiles/schema.json (compiled at build time by
 // scripts/gen-profile-validator.mjs, so ajv is not loaded), then checked for what a schema

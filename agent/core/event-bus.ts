@@ -1,5 +1,5 @@
 // The daemon's parts talk through this bus, in the spirit of zigbee2mqtt's
-// lib/eventBus.ts: named, typed events; a listener is registered by its
+// event bus: named, typed events; a listener is registered by its
 // owner (a unit) and all of an owner's listeners are removed at once when it
 // stops. A producer does not know who listens, so a new unit that reacts to
 // an existing signal (a device seen, bytes sent, tokens refreshed) is one

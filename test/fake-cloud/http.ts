@@ -12,7 +12,7 @@ export interface Reply {
 export const JSON_TYPE = 'application/json';
 
 // Titles as the service's legacy device errors spell them; 401 uses the exact
-// wording of the spec's example body ("Not Authorized", not "Unauthorized").
+// wording of the service's example body, docs/service-api.md, "Error bodies" ("Not Authorized", not "Unauthorized").
 const LEGACY: Record<number, { title: string; detail: string }> = {
   400: { title: 'Bad Request', detail: 'The request is malformed' },
   401: { title: 'Not Authorized', detail: 'You are not allowed to access that resource' },

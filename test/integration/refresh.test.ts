@@ -58,7 +58,7 @@ describe('refresh rotation', () => {
     const attemptsAround = around(ref.heartbeatTimes);
     const successesAround = around(beats.filter((e) => e.status === 204).map((e) => e.t));
     const lines = agent.lines();
-    // The lifecycle spec (section 2.4) asks for GET /v2/devices/me after every refresh: counted, not asserted.
+    // The service asks for GET /v2/devices/me after every refresh (docs/service-api.md, "Tokens"): counted, not asserted.
     const all = entriesOf(cloud, device.id);
     const meAfter = calls.filter((c) => all.find((e) => e.t > c.t && e.path !== TOKEN_PATH)?.path === '/v2/devices/me').length;
     // The numbers, whatever the outcome.

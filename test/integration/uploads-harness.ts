@@ -3,7 +3,7 @@
 // dir), the daemon started with the media settings, media files of known
 // bytes, and the fake's view of what arrived: assets by name, storage PUTs,
 // bytes received, per-part sha256 checked against the file's own byte ranges
-// (computed here from the spec's rule, not by the agent's code).
+// (computed here from the service's rule, docs/service-api.md "Uploads", not by the agent's code).
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -58,7 +58,7 @@ export function writeMedia(file: string, size: number, oldMs?: number): Buffer {
 
 export const sha256 = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
-/** The spec's split: n parts, chunk = ceil(size / n), the last to EOF; the hash of each range. */
+/** The service's split (docs/service-api.md, "Uploads"): n parts, chunk = ceil(size / n), the last to EOF; the hash of each range. */
 export function expectedParts(data: Buffer, n: number): Array<{ bytes: number; sha256: string }> {
   const chunk = Math.ceil(data.length / n);
   return Array.from({ length: n }, (_, i) => {

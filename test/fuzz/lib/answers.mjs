@@ -14,7 +14,7 @@ import { checkExits, drawAnswer, retryable, routeOf, World } from './hostile-ans
 import { cliProblems, firstLine, jsonOf, leakedSecret, problem } from './oracles.mjs';
 import { openFds, rssMiB, run, sleep, start } from './proc.mjs';
 
-/** Agent ms of the contract's request cut-off (contract.md; agent/lib/timing.ts REQUEST_TIMEOUT_MS). */
+/** Agent ms of the service's request cut-off (docs/service-api.md, "Limits"; agent/lib/timing.ts REQUEST_TIMEOUT_MS). */
 const REQUEST_CUTOFF_MS = 30_000;
 /** Real ms a process gets beyond its own longest legitimate wait: node's start, a loaded machine. */
 const MARGIN_MS = 6_000;

@@ -7,7 +7,7 @@
 // a slow drip, nothing at all). Each answer carries an `outcome` saying what a
 // correct client can make of it, which the oracles (answers.mjs) turn into
 // the exit codes a command may give. The endpoints and their proper answers
-// are those of ../shared/spec/service-api.md and device-lifecycle.md, as the
+// are those of docs/service-api.md, as the
 // agent calls them (agent/api/*.ts).
 import { gzipSync } from 'node:zlib';
 
@@ -336,7 +336,7 @@ function mutatedBody(rng, route, proper) {
   return rng.weighted([...generic, ...specific.map(([w, f]) => [w * 2, f])])();
 }
 
-/** OAuth answers of the token endpoint while a pairing waits (device-lifecycle.md §2). */
+/** OAuth answers of the token endpoint while a pairing waits (docs/service-api.md, "Pairing"). */
 function oauthPollContent(rng) {
   const error = rng.weighted([
     [8, 'authorization_pending'],
@@ -647,7 +647,7 @@ function properGrantOf(content) {
   }
 }
 
-/** The exit codes `check` may give for its GET /v2/devices/me answer (contract.md, "Exit codes"). */
+/** The exit codes `check` may give for its GET /v2/devices/me answer (README.md, "Exit codes (sysexits)"). */
 export function checkExits(o) {
   const s = o.status;
   const failing = (st) => (st === 401 || st === 403 ? [77] : st === 429 || st >= 500 ? [75] : st >= 300 && st < 400 ? [76] : st >= 400 ? [75, 76] : [69, 75, 76]);

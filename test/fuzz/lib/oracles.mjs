@@ -1,5 +1,5 @@
 // The checks every fuzzer applies to a command it ran, from the contract
-// (../shared/design/contract.md: exit codes, "--json prints exactly one JSON
+// (README.md, "Commands" and "Exit codes (sysexits)": exit codes, "--json prints exactly one JSON
 // object", "every non-zero exit prints one line to stderr", secrets never in
 // any output). A problem is {cat, sig, msg}: `cat` is crash, hang or wrong;
 // `sig` a short stable name, so a long run groups its failures by cause.
