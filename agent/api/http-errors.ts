@@ -2,7 +2,7 @@
 // {code, errors: [{code, detail, status, title}], message}, every part
 // optional; servers, proxies and load balancers also answer with HTML, empty
 // bodies or JSON of another shape, so nothing here trusts a field's type.
-import type { IncomingMessage, InformationEvent } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AgentError, type ErrorKind, type RateLimitInfo } from '../lib/errors.js';
 import { oneLine } from '../lib/text.js';
@@ -96,31 +96,28 @@ export function errorForStatus(ctx: StatusContext): AgentError {
 }
 
 /**
- * An answer no endpoint of the service or of storage gives: a 1xx. The one
- * interim answer HTTP/1.1 clients meet in the normal course is 100 Continue,
- * and only after asking for it; anything else (101 Switching Protocols from
- * a misconfigured proxy or a captive portal above all, 102, 103) means
- * something in the way is not speaking the contract, whatever follows it.
+ * An answer no endpoint of the service or of storage gives as its answer: a
+ * 1xx (101 Switching Protocols from a misconfigured proxy or a captive portal
+ * above all). Interim 1xx (100, 102, 103) before a real answer are not this:
+ * HTTP lets any request meet them (RFC 9110, 15.2), Node reads past them, and
+ * the final answer and the request's time limit decide.
  */
 export function unexpectedAnswer(what: string, status: number): AgentError {
   return new AgentError('protocol', `${what}: answered HTTP ${status}, which neither the service nor storage sends (a proxy or captive portal in the way?); refused`, { status, source: what });
 }
 
 /**
- * Refuses every 1xx but 100 on a request: Node's ClientRequest, or got's
- * Request, which re-emits both events. Node hands a 101's socket to whoever
- * listens to 'upgrade' and stops managing it (got always listens, to re-emit
- * it, and then never settles: no response, no error, its timers disarmed by a
- * request already marked destroyed), so the socket is destroyed here: it must
- * not outlive the request, and nothing else would close it.
+ * Refuses a 101 on a request: Node's ClientRequest, or got's Request, which
+ * re-emits the event. Node hands a 101's socket to whoever listens to
+ * 'upgrade' and stops managing it; got always listens (to re-emit it) and then
+ * never settles: no response, no error, its timers inert on a request Node
+ * already marked destroyed. So the socket is destroyed here (nothing else
+ * would close it) and the request fails at once.
  */
-export function refuseInterimAnswers(req: NodeJS.EventEmitter, what: string, refuse: (e: AgentError) => void): void {
+export function refuseUpgrade(req: NodeJS.EventEmitter, what: string, refuse: (e: AgentError) => void): void {
   req.on('upgrade', (res: IncomingMessage, socket: Duplex) => {
     socket.destroy();
     refuse(unexpectedAnswer(what, res.statusCode ?? 101));
-  });
-  req.on('information', (info: InformationEvent) => {
-    if (info.statusCode !== 100) refuse(unexpectedAnswer(what, info.statusCode));
   });
 }
 

@@ -12,7 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { oneLine, quote } from '../lib/text.js';
 import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../lib/timing.js';
-import { networkError, refuseInterimAnswers } from './http-errors.js';
+import { networkError, refuseUpgrade } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
@@ -268,8 +268,8 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         }
         fail(networkError(what, err, (typeof e.event === 'string' ? phases[e.event] : undefined) ?? inactivityMs));
       });
-      // A 101 or another 1xx is no storage answer: without this, got would never settle the PUT.
-      refuseInterimAnswers(stream, what, fail);
+      // A 101 is no storage answer: without this, got would never settle the PUT.
+      refuseUpgrade(stream, what, fail);
       stream.once('response', (res: http.IncomingMessage & { headers: HeaderBag }) => {
         const status = res.statusCode ?? 0;
         const parts: Buffer[] = [];

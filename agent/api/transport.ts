@@ -12,7 +12,7 @@ import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
-import { errorForStatus, networkError, refuseInterimAnswers, unexpectedAnswer } from './http-errors.js';
+import { errorForStatus, networkError, refuseUpgrade, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
@@ -229,12 +229,12 @@ export function createTransport(options: TransportOptions): Transport {
     call.on('request', (req: http.ClientRequest) => {
       // Ahead of got's own listener, which reports the first progress before returning.
       req.prependListener('response', (r: http.IncomingMessage) => (answer = r));
-      refuseInterimAnswers(req, what, (refused) => stop({ refused }));
+      refuseUpgrade(req, what, (refused) => stop({ refused }));
     });
     call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
       if (p.transferred <= MAX_RESPONSE_BYTES && (p.total ?? 0) <= MAX_RESPONSE_BYTES) return;
       if (answer !== undefined && !isSuccess(answer.statusCode ?? 0)) stop({ dropped: Math.max(p.transferred, p.total ?? 0) });
-      else stop({ refused: tooLarge(what) });
+      else stop({ refused: tooLarge(what, answer?.statusCode) });
     });
     try {
       const res: Response<Buffer> = await call;
@@ -311,18 +311,17 @@ class Refused extends Error {
   }
 }
 
-// No status in the details: the daemon and the outbox read a protocol error with a 2xx
-// status as "accepted, body garbled" (daemon/controller.ts, outbox/outcome.ts), and an
-// answer this size, never read, is not taken as even that.
-function tooLarge(what: string): AgentError {
-  return new AgentError('protocol', `${what}: response larger than ${MAX_RESPONSE_BYTES} bytes refused`, { source: what });
+// With its status: a 2xx the agent cannot read is, for the daemon and the outbox, one more
+// garbled answer to a request the service accepted (daemon/controller.ts, outbox/outcome.ts).
+function tooLarge(what: string, status: number | undefined): AgentError {
+  return new AgentError('protocol', `${what}: response larger than ${MAX_RESPONSE_BYTES} bytes refused`, { ...(status !== undefined && { status }), source: what });
 }
 
 /** The rules viaGot applies, for an answer a wire delivered whole. */
 function capped(res: WireResponse, what: string): Exchange {
   if (res.status < 200) throw new Refused(unexpectedAnswer(what, res.status));
   if (res.body.length <= MAX_RESPONSE_BYTES) return res;
-  if (isSuccess(res.status)) throw new Refused(tooLarge(what));
+  if (isSuccess(res.status)) throw new Refused(tooLarge(what, res.status));
   return { ...res, body: Buffer.alloc(0), dropped: res.body.length };
 }
 

@@ -13,13 +13,15 @@ export type Outcome =
 const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'unauthorized', 'paused']);
 
 /**
- * A 2xx whose body cannot be read (cut short, mangled by a proxy) says nothing
- * about the request itself: try again, within the dispatcher's attempt limit.
- * A 4xx the agent cannot read is the agent's own mistake, and stays dead.
+ * A 2xx whose body cannot be read (cut short, mangled by a proxy, too large)
+ * says nothing about the request itself: try again, within the dispatcher's
+ * attempt limit. Nor does a 101, a proxy or captive portal switching protocols
+ * (api/transport.ts): the service never answered. A 4xx the agent cannot read
+ * is the agent's own mistake, and stays dead.
  */
-function garbledSuccess(e: AgentError): boolean {
+function unreadAnswer(e: AgentError): boolean {
   const status = e.details.status;
-  return e.kind === 'protocol' && status !== undefined && status >= 200 && status < 300;
+  return e.kind === 'protocol' && status !== undefined && status >= 100 && status < 300;
 }
 
 /**
@@ -30,6 +32,6 @@ function garbledSuccess(e: AgentError): boolean {
 export function classify(err: unknown, alreadySo: (e: AgentError) => boolean = () => false): Outcome {
   const e = err instanceof AgentError ? err : new AgentError('internal', err instanceof Error ? err.message : String(err));
   if (alreadySo(e)) return { result: 'done', note: `already so: ${e.message}` };
-  if (RETRY_KINDS.has(e.kind) || garbledSuccess(e)) return { result: 'retry', error: e };
+  if (RETRY_KINDS.has(e.kind) || unreadAnswer(e)) return { result: 'retry', error: e };
   return { result: 'dead', reason: e.message };
 }

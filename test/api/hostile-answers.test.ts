@@ -3,9 +3,9 @@
 // - an error page larger than the size cap: the status decides the kind (a
 //   503 stays temporary, a 404 stays not-found); only a 2xx that is too
 //   large is a protocol error;
-// - a 1xx other than 100 (101 Switching Protocols above all): a protocol
-//   error at once, whether the connection stays open or closes, and no socket
-//   outlives the request;
+// - 101 Switching Protocols: a protocol error at once, whether the connection
+//   stays open or closes, and no socket outlives the request (interim 1xx
+//   before a real answer are HTTP as usual: the final answer decides);
 // - a 2xx without the body the caller needs: a protocol error.
 // Over got (the service transport), over a wire (the fleet simulator) and for
 // presigned storage PUTs.
@@ -16,6 +16,7 @@ import { createServiceApi, type ServiceApi } from '../../agent/api/service.js';
 import { createStorageClient } from '../../agent/api/storage.js';
 import { createTransport, MAX_RESPONSE_BYTES, type WireResponse } from '../../agent/api/transport.js';
 import { SystemClock } from '../../agent/lib/clock.js';
+import { classify } from '../../agent/outbox/outcome.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { failure } from './failure.js';
@@ -173,15 +174,24 @@ describe('cause 4: an answer the contract does not expect is a protocol error', 
     expect(err).toMatchObject({ kind: 'protocol' });
   });
 
-  test('an interim 1xx other than 100 (102 Processing, 103 Early Hints) is a protocol error', async () => {
+  test('interim 1xx (102 Processing, 103 Early Hints) before a real answer are read past: the final answer decides', async () => {
     const a = api();
-    handler = (_req, res) => res.writeProcessing();
-    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol', details: { status: 102 } });
+    handler = (_req, res) => {
+      res.writeProcessing();
+      res.writeEarlyHints({ link: '</x.css>; rel=preload; as=style' });
+      res.writeHead(503, { 'content-type': 'text/html' }).end('<html>down</html>');
+    };
+    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'server', details: { status: 503 } });
     handler = (_req, res) => {
       res.writeEarlyHints({ link: '</x.css>; rel=preload; as=style' });
       res.writeHead(204).end();
     };
-    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol', details: { status: 103 } });
+    await expect(a.heartbeat()).resolves.toMatchObject({ meta: { status: 204 } });
+  });
+
+  test('an interim 102 and then nothing is cut by the time limit (network, 69), as any silent answer', async () => {
+    handler = (_req, res) => res.writeProcessing();
+    expect(await failure(api().health(undefined, 300))).toMatchObject({ kind: 'network', exitCode: 69, details: { code: 'ETIMEDOUT' } });
   });
 
   test('repeated 101s on kept-open connections leave no socket behind', async () => {
@@ -212,6 +222,18 @@ describe('cause 4: an answer the contract does not expect is a protocol error', 
       expect(await failure(a.oauth.pollDeviceCode(client, 'dc'))).toMatchObject({ kind: 'protocol', exitCode: 76 });
       expect(await failure(a.oauth.refresh(client, 'rt'))).toMatchObject({ kind: 'protocol', exitCode: 76 });
     }
+  });
+});
+
+describe('what the outbox makes of them: never a dead clip', () => {
+  test('a big 503, a big 200 and a 101 are each retried, not dead-lettered', async () => {
+    const a = api();
+    handler = bigPage(503, { chunked: true });
+    expect(classify(await failure(a.heartbeat()))).toMatchObject({ result: 'retry', error: { kind: 'server' } });
+    handler = bigPage(200, { chunked: true, headers: { 'content-type': 'application/json' } });
+    expect(classify(await failure(a.getDevice()))).toMatchObject({ result: 'retry', error: { kind: 'protocol', details: { status: 200 } } });
+    handler = upgrade(true);
+    expect(classify(await failure(a.heartbeat()))).toMatchObject({ result: 'retry', error: { kind: 'protocol', details: { status: 101 } } });
   });
 });
 
