@@ -12,7 +12,7 @@ import path from 'node:path';
 import { startHostileServer } from './hostile-server.mjs';
 import { checkExits, drawAnswer, retryable, routeOf, World } from './hostile-answers.mjs';
 import { cliProblems, firstLine, jsonOf, leakedSecret, problem } from './oracles.mjs';
-import { openFds, rssMiB, run, sleep, start } from './proc.mjs';
+import { openFds, rssMiB, run, sleep, start, within } from './proc.mjs';
 
 /** Agent ms of the service's request cut-off (docs/service-api.md, "Limits"; agent/lib/timing.ts REQUEST_TIMEOUT_MS). */
 const REQUEST_CUTOFF_MS = 30_000;
@@ -266,7 +266,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
       if (cw > 2) problems.push(problem('wrong', 'daemon:close-wait-sockets', `${cw} sockets the service closed are still open in the agent (CLOSE_WAIT)`));
       if (maxFds > 200) problems.push(problem('wrong', 'daemon:fds', `${maxFds} open descriptors`));
       d.signal('SIGTERM');
-      const stop = await Promise.race([d.done, sleep(STOP_LIMIT_MS).then(() => undefined)]);
+      const stop = await within(d.done, STOP_LIMIT_MS);
       if (stop === undefined) {
         d.kill();
         problems.push(problem('hang', 'daemon:stop-hang', `still running ${STOP_LIMIT_MS} ms after SIGTERM`));

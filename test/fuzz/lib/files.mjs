@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { startHostileServer } from './hostile-server.mjs';
 import { drawAnswer, routeOf, World } from './hostile-answers.mjs';
 import { cliProblems, firstLine, jsonOf, problem } from './oracles.mjs';
-import { run, sleep, start } from './proc.mjs';
+import { run, sleep, start, within } from './proc.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const PROFILES_SRC = path.join(ROOT, 'firmware-profiles');
@@ -431,7 +431,8 @@ const PRIVILEGED = [
         const copy = `${dir}.orig`;
         spawnSync('cp', ['-a', dir, copy]);
         // A small tmpfs over the dir, the dir's files copied in, then filled to the last byte.
-        rig.mounts.push(`mount -t tmpfs -o size=128k,mode=0700 tmpfs ${q(dir)} && cp -a ${q(copy)}/. ${q(dir)}/ && (dd if=/dev/zero of=${q(`${dir}/.fill`)} bs=4k 2>/dev/null; dd if=/dev/zero of=${q(`${dir}/.fill2`)} bs=1 2>/dev/null; true)`);
+        // What does not fit is left out: the dir is full either way.
+        rig.mounts.push(`mount -t tmpfs -o size=128k,mode=0700 tmpfs ${q(dir)} && { cp -a ${q(copy)}/. ${q(dir)}/ 2>/dev/null; dd if=/dev/zero of=${q(`${dir}/.fill`)} bs=4k 2>/dev/null; dd if=/dev/zero of=${q(`${dir}/.fill2`)} bs=1 2>/dev/null; true; }`);
         rig.full = which;
       },
       effect: (cmd) => (which === 'state' ? ({ upload: 'nonzero', pair: 'nonzero', status: 'benign', profiles: 'benign' })[cmd] ?? 'any' : ({ status: 'benign', profiles: 'benign' })[cmd] ?? 'any'),
@@ -570,13 +571,20 @@ export const filesTarget = {
 function commandLine(ctx, rig, args) {
   const node = [process.execPath, ctx.bundle, ...args];
   if (rig.mounts.length === 0) return { cmd: node[0], args: node.slice(1) };
-  return { cmd: 'unshare', args: ['-m', '--propagation', 'private', 'sh', '-c', `${rig.mounts.join(' && ')} && exec "$@"`, 'sh', ...node] };
+  // A set-up that fails is the fuzzer's problem, not the agent's: exit 125 with a word on stderr says so.
+  return { cmd: 'unshare', args: ['-m', '--propagation', 'private', 'sh', '-c', `{ ${rig.mounts.join(' && ')}; } || { echo '${SETUP_FAILED}' >&2; exit 125; }; exec "$@"`, 'sh', ...node] };
+}
+
+const SETUP_FAILED = 'c2c-fuzz: mount set-up failed';
+function assertSetUp(r) {
+  if (r.code === 125 && r.stderr.includes(SETUP_FAILED)) throw new Error(`${SETUP_FAILED}: ${r.stderr.slice(0, 300)}`);
 }
 
 async function runCli(ctx, rig, cmd, world) {
   const c = COMMANDS[cmd];
   const { cmd: bin, args } = commandLine(ctx, rig, c.args(rig));
   const r = await run(bin, args, { env: rig.env, cwd: rig.tmp, timeoutMs: CLI_TIMEOUT_MS, uid: rig.uid, gid: rig.uid });
+  assertSetUp(r);
   return { result: r, problems: cliProblems(r, { label: cmd, json: c.json, secrets: world.secrets }) };
 }
 
@@ -584,13 +592,14 @@ async function runCli(ctx, rig, cmd, world) {
 async function runDaemonBriefly(ctx, rig, world) {
   const { cmd: bin, args } = commandLine(ctx, rig, ['run']);
   const d = start(bin, args, { env: rig.env, cwd: rig.tmp, timeoutMs: 20_000, uid: rig.uid, gid: rig.uid });
-  const early = await Promise.race([d.done, sleep(2_500).then(() => undefined)]);
+  const early = await within(d.done, 2_500);
   if (early !== undefined) {
+    assertSetUp(early);
     // It refused to start: that is a one-shot command's failure and judged like one.
     return { result: early, problems: early.code === 0 ? [problem('wrong', 'run:exit0-at-start', 'run exited 0 on its own')] : cliProblems(early, { label: 'run', json: undefined, secrets: world.secrets }) };
   }
   d.signal('SIGTERM');
-  const stop = await Promise.race([d.done, sleep(6_500).then(() => undefined)]);
+  const stop = await within(d.done, 6_500);
   const problems = [];
   if (stop === undefined) {
     d.kill();

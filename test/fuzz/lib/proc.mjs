@@ -151,7 +151,13 @@ export async function killAll() {
     killGroup(c, 'SIGKILL');
   }
   live.clear();
-  await Promise.race([Promise.all(waits), new Promise((r) => setTimeout(r, 5_000))]);
+  await within(Promise.all(waits), 5_000);
 }
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** `promise`'s value, or undefined after ms; the timer goes either way (a pending one would keep jest's worker alive). */
+export function within(promise, ms) {
+  let timer;
+  return Promise.race([promise, new Promise((r) => (timer = setTimeout(() => r(undefined), ms)))]).finally(() => clearTimeout(timer));
+}

@@ -15,6 +15,8 @@ import { filesTarget } from './files.mjs';
 import { mediaTarget } from './media.mjs';
 import { killAll } from './proc.mjs';
 
+export { killAll };
+
 export const TARGETS = { answers: answersTarget, files: filesTarget, media: mediaTarget };
 
 /** A seed for a fresh run: printed, so the run can be replayed. */

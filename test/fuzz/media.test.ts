@@ -1,0 +1,5 @@
+// Fuzzer 3 (issue 18): the daemon against the fake cloud with a hostile media
+// dir (test/fuzz/lib/media.mjs). Long run: node scripts/fuzz.mjs --target media.
+import { fuzzSuite } from './fuzz-suite.js';
+
+fuzzSuite({ target: 'media', seeds: [1], casesPerSeed: 1, jobs: 1, timeoutMs: 300_000 });
