@@ -44,7 +44,10 @@ export interface ReadSpec {
   onStat?: (st: Stats) => void;
 }
 
-/** AgentError codes of the refusals here, for callers that treat them apart (the outbox's corrupt segments). */
+/**
+ * AgentError codes of the refusals here, for callers that treat them apart.
+ * A directory gets EISDIR, the errno reading one would give.
+ */
 export const NOT_REGULAR = 'EFTYPE';
 export const TOO_LARGE = 'EFBIG';
 
@@ -68,7 +71,7 @@ const fromOf = (source: string | undefined): string => (source === undefined ? '
 
 function notRegular(file: string, st: Stats, spec: Pick<ReadSpec, 'what' | 'source'>): AgentError {
   return new AgentError('config', `${spec.what} ${quotePath(file)}${fromOf(spec.source)} is ${describeFileType(st)}, not a regular file; point the setting at a regular file`, {
-    code: NOT_REGULAR,
+    code: st.isDirectory() ? 'EISDIR' : NOT_REGULAR,
     source: spec.source ?? file,
   });
 }

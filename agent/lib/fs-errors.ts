@@ -37,7 +37,6 @@ const MEANINGS: Record<string, Meaning> = {
   EXDEV: { kind: 'config', reason: 'crosses file systems', advice: 'keep the file and its directory on one file system' },
   ETXTBSY: { kind: 'disk', reason: 'is busy (a running program)', advice: 'try again' },
   EFBIG: { kind: 'disk', reason: 'file too large for the file system', advice: 'free space or check the file system' },
-  EINVAL: { kind: 'config', reason: 'is not something this operation works on', advice: 'check the path' },
 };
 
 /** What the agent was doing, from the failed call's name, for errors no command put in its own words. */
@@ -83,9 +82,14 @@ export const fsCode = (err: unknown): string | undefined => (isFsError(err) ? er
 /** The code of a raw file-system error or of the AgentError fsError() made of one ('ENOENT'). */
 export const errnoOf = (err: unknown): string | undefined => fsCode(err) ?? (err instanceof AgentError ? err.details.code : undefined);
 
-/** An error no command caught with its own words: the mapping with the failed call's name (a bug stays a bug). */
+/**
+ * An error no command caught with its own words: the mapping with the failed
+ * call's name. Only the codes above, which a machine's state explains; any
+ * other (EBADF, EINVAL, EFAULT: a descriptor or argument the agent got wrong)
+ * is a bug and stays one.
+ */
 export function uncaughtFsError(err: unknown): unknown {
-  if (!isFsError(err)) return err;
+  if (!isFsError(err) || MEANINGS[err.code] === undefined) return err;
   return fsError(err, SYSCALLS[err.syscall ?? ''] ?? `use (${err.syscall ?? 'a file'})`);
 }
 

@@ -164,6 +164,6 @@ describe('c2c-agent CLI (built bundle)', () => {
     const c = bundle.run(['profiles', '--config', cfg]);
     expect([c.status, oneLine(c.stderr)]).toEqual([78, expect.stringContaining(`config ${cfg}: unknown key 'colour'`)]);
     const missing = bundle.run(['profiles'], { env: { C2C_CONFIG: path.join(bundle.dir, 'nope.json') } });
-    expect([missing.status, oneLine(missing.stderr)]).toEqual([78, `c2c-agent: cannot read config file ${path.join(bundle.dir, 'nope.json')} (ENOENT)`]);
+    expect([missing.status, oneLine(missing.stderr)]).toEqual([78, `c2c-agent: cannot read the config file '${path.join(bundle.dir, 'nope.json')}' (from environment C2C_CONFIG): does not exist (ENOENT); check the path (or create it)`]);
   });
 });

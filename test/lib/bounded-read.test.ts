@@ -86,8 +86,10 @@ describe('readBoundedFile and readBoundedFileSync refuse what is not a regular f
     expect((await refused('/dev/null')).message).toContain('is a character device');
   });
 
-  it('a directory', async () => {
-    expect((await refused(tmp.dir)).message).toContain('is a directory, not a regular file');
+  it('a directory: refused with EISDIR, the errno a read of it gives', async () => {
+    const e = await refused(tmp.dir);
+    expect(e.message).toContain('is a directory, not a regular file');
+    expect(e.details.code).toBe('EISDIR');
   });
 
   it('a file past the bound: refused from its size before a byte is read', async () => {

@@ -86,9 +86,13 @@ describe('uncaughtFsError: the last resort of cli/output.ts', () => {
     expect((uncaughtFsError(sysError('EROFS', 'unlink', '/x')) as AgentError).message).toMatch(/^cannot remove '\/x'/);
   });
 
-  it('leaves a bug alone (the caller reports it as internal error, exit 1)', () => {
+  it('leaves a bug alone (the caller reports it as internal error, exit 1), EBADF and EINVAL included', () => {
     const bug = new TypeError('boom');
     expect(uncaughtFsError(bug)).toBe(bug);
+    for (const code of ['EBADF', 'EINVAL', 'EFAULT']) {
+      const err = sysError(code, 'write');
+      expect(uncaughtFsError(err)).toBe(err);
+    }
   });
 });
 
