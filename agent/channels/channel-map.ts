@@ -9,6 +9,7 @@
 // are found again by external_index), so the directory is not fsynced.
 import path from 'node:path';
 import type Conf from 'conf';
+import { checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { AgentError, configError } from '../lib/errors.js';
 
 export const CHANNEL_MAP_STORE = 'channels';
@@ -51,6 +52,9 @@ export class ChannelMapStore {
     if (this.conf) return this.conf;
     // conf is loaded only here: commands that never touch channels never pay for it.
     const { default: ConfClass } = await import('conf');
+    // conf reads its file whole with a blocking read: a FIFO there would wedge
+    // the daemon, a huge file fill memory. Look before it does.
+    checkRegularFileSync(this.file, { what: 'channel record', maxBytes: READ_LIMITS.small });
     this.conf = this.guard('read', () => {
       return new ConfClass<Stored>({
         cwd: this.stateDir,

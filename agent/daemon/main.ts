@@ -116,7 +116,7 @@ async function prepareRuntimeDir(dir: string): Promise<void> {
 
 /** Runs the daemon until SIGTERM or SIGINT; resolves with the exit code. */
 export async function runDaemon(settings: Settings, agentVersion: string): Promise<number> {
-  const profile = selectProfile(loadProfiles(settings.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
+  const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
   const logger = createLogger(settings.logLevel);
   const clock = new SystemClock(settings.timeScale);
   if (settings.uploadWindow !== undefined) await checkUploadWindow(settings.uploadWindow);

@@ -12,7 +12,8 @@ export async function ensureDir(dir: string, mode = 0o700): Promise<void> {
   for (;;) {
     try {
       const st = await fs.stat(current);
-      if (!st.isDirectory()) throw Object.assign(new Error(`${current} is not a directory`), { code: 'ENOTDIR' });
+      // Shaped like Node's own errors (code, errno, syscall, path), so lib/fs-errors.ts maps it like them.
+      if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${current}'`), { code: 'ENOTDIR', errno: -20, syscall: 'mkdir', path: current });
       break;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
