@@ -42,9 +42,12 @@ function makeRig(tmp, world, server, rng, o = {}) {
   if (o.credentials) {
     tokens = { access: world.secret('fzat'), refresh: world.secret('fzrt') };
     const now = Date.now();
+    // A short lifetime (agent seconds) makes the daemon refresh within the case: the token endpoint's answers get fuzzed too.
+    const lifetime = o.lifetimeS ?? 28800;
+    const realMs = (lifetime * 1000) / (o.scale ?? CLI_SCALE);
     writeFileSync(
       tokenFile,
-      JSON.stringify({ access_token: tokens.access, refresh_token: tokens.refresh, token_type: 'bearer', expires_in: 28800, obtained_at: new Date(now).toISOString(), expires_at: new Date(now + 28_800_000).toISOString(), clock: 'local' }),
+      JSON.stringify({ access_token: tokens.access, refresh_token: tokens.refresh, token_type: 'bearer', expires_in: lifetime, obtained_at: new Date(now).toISOString(), expires_at: new Date(now + realMs).toISOString(), clock: 'local' }),
       { mode: 0o600 },
     );
   }
@@ -221,7 +224,8 @@ function closeWaitSockets(pid) {
 
 async function daemonCase(ctx, world, server, retryOnly, scale) {
   const { rng } = ctx;
-  const rig = makeRig(ctx.tmp, world, server, rng, { credentials: true, scale });
+  const lifetimeS = rng.pick([28800, 3600, 600, 120]);
+  const rig = makeRig(ctx.tmp, world, server, rng, { credentials: true, scale, lifetimeS });
   mkdirSync(rig.dirs.media, { recursive: true });
   const files = rng.int(1, 3);
   for (let i = 0; i < files; i++) {
@@ -232,7 +236,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   }
   const env = { ...rig.env, C2C_MEDIA_DIR: rig.dirs.media, C2C_MEDIA_SETTLE_SECONDS: '1', C2C_LOG_LEVEL: rng.pick(['info', 'debug']) };
   const seconds = rng.int(6, 9);
-  const desc = [`c2c-agent run --time-scale ${scale} for ${seconds} s real (${retryOnly ? 'uploads answered only with what a client must retry' : 'any answers'}), ${files} clip(s)`];
+  const desc = [`c2c-agent run --time-scale ${scale} for ${seconds} s real (${retryOnly ? 'uploads answered only with what a client must retry' : 'any answers'}), ${files} clip(s), token lifetime ${lifetimeS} s`];
   const problems = [];
   const d = start(process.execPath, [ctx.bundle, 'run'], { env, cwd: ctx.tmp, timeoutMs: Infinity });
   let maxFds = 0;
@@ -286,11 +290,24 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   for (const [route, n] of server.counts) {
     if (route !== 'storage' && n > 30 + 60 * agentMinutes) problems.push(problem('wrong', `daemon:request-storm-${route}`, `${n} ${route} requests in ${agentMinutes.toFixed(0)} agent minutes`));
   }
+  // Whatever the token endpoint said, the credentials file holds a pair the service really granted (never a half-valid answer).
+  if (existsSync(rig.tokenFile)) {
+    let stored;
+    try {
+      stored = JSON.parse(readFileSync(rig.tokenFile, 'utf8'));
+    } catch {
+      stored = undefined;
+    }
+    if (stored === undefined || typeof stored !== 'object') problems.push(problem('wrong', 'daemon:credentials-corrupt', 'credentials.json is no longer a JSON object'));
+    else if (!world.secrets.has(stored.access_token)) problems.push(problem('wrong', 'daemon:credentials-foreign-token', `credentials.json holds an access token the service never granted (${typeof stored.access_token})`));
+    else if (stored.refresh_token !== undefined && !world.secrets.has(stored.refresh_token)) problems.push(problem('wrong', 'daemon:credentials-foreign-refresh', 'credentials.json holds a refresh token the service never granted'));
+  }
+  desc.push(`token refreshes: ${answered(server, 'refresh').map((e) => e.label).slice(0, 4).join('; ') || 'none'}`);
   // What became of the uploads: `queue --json` reads the state dir.
   const q = await run(process.execPath, [ctx.bundle, 'queue', '--json'], { env: rig.env, cwd: ctx.tmp, timeoutMs: 10_000 });
   problems.push(...cliProblems(q, { label: 'queue-after-run', json: 'object', secrets: world.secrets }));
   const uploadAnswers = server.log.filter((e) => e.route === 'assets' || e.route === 'storage');
-  const allRetryable = uploadAnswers.every((e) => retryable(e.outcome));
+  const allRetryable = uploadAnswers.every((e) => retryable(e.outcome, e.route));
   const v = jsonOf(q);
   const dead = (v?.items ?? []).filter((i) => i.kind === 'upload' && (i.state === 'dead' || i.upload?.state === 'dead-lettered'));
   for (const i of dead) {

@@ -259,6 +259,73 @@ function profileContent(rng) {
   ])();
 }
 
+/** CRC-32 (the zlib polynomial), written here from the format alone (agent/outbox/record.ts's comment), not imported. */
+let crcTable;
+function crc32(buf) {
+  if (crcTable === undefined) {
+    crcTable = new Uint32Array(256);
+    for (let n = 0; n < 256; n++) {
+      let c = n;
+      for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+      crcTable[n] = c >>> 0;
+    }
+  }
+  let c = 0xffffffff;
+  for (const b of buf) c = crcTable[(c ^ b) & 0xff] ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** One outbox record: u32 length, u32 CRC-32 (little-endian), the JSON body. */
+function frame(body) {
+  const b = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+  const h = Buffer.alloc(8);
+  h.writeUInt32LE(b.length, 0);
+  h.writeUInt32LE(crc32(b), 4);
+  return Buffer.concat([h, b]);
+}
+
+/**
+ * A queue segment whose records all pass the CRC but carry hostile shapes:
+ * upload payloads and progress of the wrong types, paths to devices and
+ * FIFOs, absurd numbers, deep nesting, unknown kinds. The daemon replays
+ * it, `queue` lists it, `upload` appends to it: none may crash.
+ */
+function craftedSegment(rng, rig) {
+  const recs = [{ t: 'counters', seq: rng.pick([1, 100, 2 ** 53, -1]), dropped: rng.pick([{}, { upload: 3 }, { upload: 'x' }]), quarantined: rng.pick([0, 2, 1e308]) }];
+  const fifo = path.join(rig.tmp, 'queued-fifo');
+  const good = { path: rig.clip, name: 'clip-0.mp4', filetype: 'video/mp4', size: 1000, mtimeMs: Date.now() - 3_600_000, ino: 1, dev: 1 };
+  const payloads = [
+    null, 5, 'x', [], {}, { path: 5 }, { ...good, size: 'x' }, { ...good, size: -1 }, { ...good, size: 2 ** 60 }, { ...good, path: '/dev/zero', name: 'zero' },
+    { ...good, path: fifo, name: 'fifo' }, { ...good, name: 'N'.repeat(rng.int(1000, 400_000)) }, { ...good, filetype: 'x\r\ny: z' }, { ...good, channelKey: 'nonexistent' }, good,
+  ];
+  const progresses = [null, 5, { assetId: 5 }, { assetId: 'a', parts: 1e9, createdAt: 0, done: 'garbage' }, { assetId: 'a', parts: -1, createdAt: 'x', done: [] }, { assetId: 'a', parts: 3, createdAt: 0, done: [[0, 1e12]] }, { assetId: 'a', parts: 2, createdAt: 1e300, done: [5, [2, 1], 'x'] }];
+  const n = rng.int(1, 12);
+  const ids = [];
+  for (let i = 0; i < n; i++) {
+    const id = rng.chance(0.2) && ids.length > 0 ? rng.pick(ids) : `fz-${rng.hex(8)}`;
+    ids.push(id);
+    const kind = rng.weighted([[6, 'upload'], [2, 'channel-sync'], [1, 'zzz-unknown']]);
+    const rec = { t: 'put', id, k: kind, pr: rng.pick([0, 1, 10, -5, 1e308]), at: rng.pick([new Date().toISOString(), 'not a date', '']), d: rng.pick(payloads) };
+    if (rng.chance(0.4)) rec.pg = rng.pick(progresses);
+    recs.push(rec);
+    if (rng.chance(0.3)) recs.push({ t: 'progress', id: rng.pick(ids), d: rng.pick(progresses) });
+    if (rng.chance(0.2)) recs.push({ t: rng.pick(['done', 'dead', 'drop']), id: rng.pick([...ids, 'unknown-id']), k: kind, r: rng.pick(['reason', 'R'.repeat(100_000), '\u0000']) });
+  }
+  const parts = recs.map(frame);
+  if (rng.chance(0.3)) parts.push(frame(`{"t":"put","id":"deep","k":"upload","pr":0,"at":"x","d":${'['.repeat(100_000)}${']'.repeat(100_000)}}`));
+  if (rng.chance(0.3)) parts.push(rng.bytes(rng.int(1, 30))); // a torn tail
+  return { bytes: Buffer.concat(parts), fifo };
+}
+
+/** Valid JSON of the wrong shape for a state or runtime file. */
+function wrongShape(rng) {
+  return rng.pick([
+    '[]', '5', '"x"', 'null', '{}', '{"version":1e400}', '{"version":1,"entries":"x"}', '{"version":1,"watermarkMs":null,"entries":[[1,2,3]]}',
+    '{"clientId":5}', '{"clientId":""}', '{"video":5,"audio":null}', '{"pid":1e400,"procStart":"x","state":5}', '{"pid":-1}', '{"state":"online","pid":1,"procStart":0,"since":null}',
+    '{"monotonicMs":1e300,"timeScale":0}', '{"monotonicMs":-1e300,"timeScale":-1}', `{"x":${'['.repeat(100_000)}${']'.repeat(100_000)}}`,
+  ]);
+}
+
 /** The catalogue: [weight, (rng) => breakage]. */
 const BREAKAGES = [
   // config file
@@ -349,13 +416,27 @@ const BREAKAGES = [
     return { slot: 'state', label: `state dir is ${kind}`, apply: (rig) => breakDir(rig.state, kind), effect: (cmd) => effects[cmd] ?? 'any' };
   }],
   [3, (rng) => {
-    const what = rng.pick(['queue-is-file', 'queue-is-fifo', 'queue-garbage-segment', 'incoming-is-file', 'uploaded-json-garbage', 'uploaded-json-fifo', 'uploaded-json-dir', 'agent-state-garbage', 'agent-state-fifo', 'channels-json-garbage', 'quarantine-is-file']);
+    const what = rng.pick(['queue-is-file', 'queue-is-fifo', 'queue-garbage-segment', 'queue-crafted-segment', 'queue-crafted-segment', 'incoming-is-file', 'incoming-garbage-request', 'uploaded-json-garbage', 'uploaded-json-wrong-shape', 'uploaded-json-fifo', 'uploaded-json-dir', 'agent-state-garbage', 'agent-state-wrong-shape', 'agent-state-fifo', 'channels-json-garbage', 'channels-json-wrong-shape', 'quarantine-is-file']);
     const q = (rig) => path.join(rig.state, 'queue');
     const apply = {
       'queue-is-file': (rig) => writeFileSync(q(rig), 'x'),
       'queue-is-fifo': (rig) => makeNode(q(rig), 'fifo'),
       'queue-garbage-segment': (rig) => (mkdirSync(q(rig), { recursive: true }), writeFileSync(path.join(q(rig), 'seg-000001.log'), rng.bytes(rng.int(1, 70_000)))),
       'incoming-is-file': (rig) => (mkdirSync(q(rig), { recursive: true }), writeFileSync(path.join(q(rig), 'incoming'), 'x')),
+      'incoming-garbage-request': (rig) => {
+        const dir = path.join(q(rig), 'incoming');
+        mkdirSync(dir, { recursive: true });
+        writeFileSync(path.join(dir, `req-${rng.hex(6)}.json`), rng.pick([rng.bytes(200), wrongShape(rng), JSON.stringify({ files: [{ path: 5 }, null, { path: '/dev/zero', size: 'x' }] }), JSON.stringify({ files: 'x' })]));
+      },
+      'queue-crafted-segment': (rig) => {
+        mkdirSync(q(rig), { recursive: true });
+        const seg = craftedSegment(rng, rig);
+        spawnSync('mkfifo', [seg.fifo]);
+        writeFileSync(path.join(q(rig), 'seg-000001.log'), seg.bytes);
+      },
+      'uploaded-json-wrong-shape': (rig) => writeFileSync(path.join(rig.state, 'uploaded.json'), wrongShape(rng)),
+      'agent-state-wrong-shape': (rig) => writeFileSync(path.join(rig.state, 'agent-state.json'), wrongShape(rng)),
+      'channels-json-wrong-shape': (rig) => writeFileSync(path.join(rig.state, 'channels.json'), wrongShape(rng)),
       'uploaded-json-garbage': (rig) => writeFileSync(path.join(rig.state, 'uploaded.json'), rng.bytes(300)),
       'uploaded-json-fifo': (rig) => makeNode(path.join(rig.state, 'uploaded.json'), 'fifo'),
       'uploaded-json-dir': (rig) => makeNode(path.join(rig.state, 'uploaded.json'), 'dir'),
@@ -375,7 +456,7 @@ const BREAKAGES = [
   }],
   [4, (rng) => {
     const file = rng.pick(['status.json', 'run.lock', 'last-heartbeat.json']);
-    const kind = rng.pick([...NODE_KINDS.filter((k) => k !== 'missing'), 'garbage', 'huge-json']);
+    const kind = rng.pick([...NODE_KINDS.filter((k) => k !== 'missing'), 'garbage', 'huge-json', 'wrong-shape', 'wrong-shape']);
     return {
       slot: 'runtime',
       label: `${file} is ${kind}`,
@@ -383,6 +464,7 @@ const BREAKAGES = [
         const p = path.join(rig.run, file);
         if (kind === 'garbage') writeFileSync(p, rng.bytes(rng.int(1, 500)));
         else if (kind === 'huge-json') writeFileSync(p, JSON.stringify({ state: 'online', pid: process.pid, pad: 'P'.repeat(3_000_000) }));
+        else if (kind === 'wrong-shape') writeFileSync(p, wrongShape(rng));
         else makeNode(p, kind);
       },
       effect: (cmd) => (cmd === 'status' && file === 'status.json' ? { exits: [69, 78] } : 'any'),
@@ -536,6 +618,8 @@ export const filesTarget = {
       breakages.push(b);
     }
     try {
+      // A breakage of a whole dir goes last: a file inside it must be broken while it is still a dir.
+      breakages.sort((a, b) => Number(/ dir is /.test(a.label)) - Number(/ dir is /.test(b.label)));
       for (const b of breakages) b.apply(rig, rng);
       if (rig.uid !== undefined) {
         chownTree(ctx.tmp, rig.uid);

@@ -366,7 +366,7 @@ export function drawContent(rng, world, route, req, mix) {
     return { status: c.status, headers: withCt(c.ct), body: c.body, quality: 'n/a', label: c.label };
   }
   const family = mix.retryOnly
-    ? rng.weighted([[5, 'retry-status'], [2, 'body'], [1, 'unauthorized']])
+    ? rng.weighted([[5, 'retry-status'], [2, 'body'], [route === 'storage' ? 0 : 1, 'unauthorized']])
     : rng.weighted([[5, 'status'], [5, 'body'], [1, 'redirect'], [1, 'retry-status']]);
   if (family === 'body') {
     if (!BODY_MATTERS.has(route)) {
@@ -612,7 +612,9 @@ export function drawAnswer(rng, world, route, req, mix) {
   // What a correct client can make of it.
   const bodyMatters = BODY_MATTERS.has(route);
   let quality = content.status >= 200 && content.status < 300 ? (bodyMatters ? content.quality : 'ok') : 'n/a';
-  let kind = framing.kind;
+  let kind = framing.kind === 'slow' ? 'answer' : framing.kind;
+  // A 204 or 304 has no body by definition: one sent anyway is garbage in front of the next answer.
+  if (kind === 'answer' && (content.status === 204 || content.status === 304) && c.body.length > 0) kind = 'odd';
   if (kind === 'short') {
     // Half the body, the rest left on the socket as garbage: a 2xx body that
     // matters is then broken JSON, and a client may also refuse the bytes after it.
@@ -650,7 +652,7 @@ function properGrantOf(content) {
 /** The exit codes `check` may give for its GET /v2/devices/me answer (README.md, "Exit codes (sysexits)"). */
 export function checkExits(o) {
   const s = o.status;
-  const failing = (st) => (st === 401 || st === 403 ? [77] : st === 429 || st >= 500 ? [75] : st >= 300 && st < 400 ? [76] : st >= 400 ? [75, 76] : [69, 75, 76]);
+  const failing = (st) => (st >= 600 ? [69, 75, 76] : st === 401 || st === 403 ? [77] : st === 429 || st >= 500 ? [75] : st >= 300 && st < 400 ? [76] : st >= 400 ? [75, 76] : [69, 75, 76]);
   let set;
   if (o.kind === 'hang') set = [69];
   else if (o.kind === 'broken') set = [69, 76, ...(s >= 500 || s === 429 ? [75] : []), ...(s === 401 || s === 403 ? [77] : [])];
@@ -665,8 +667,9 @@ export function checkExits(o) {
 }
 
 /** Would a correct client try this again (network, 5xx, 429, 401, a garbled 2xx)? README "Channels and the offline queue". */
-export function retryable(o) {
+export function retryable(o, route) {
   if (o.kind !== 'answer' || o.slow) return true;
   const s = o.status;
-  return (s >= 200 && s < 300) || s === 401 || s === 429 || s >= 500;
+  // A 401 is a token problem at the API; presigned storage takes no token, so there it means nothing a retry fixes.
+  return (s >= 200 && s < 300) || (s === 401 && route !== 'storage') || s === 429 || s >= 500;
 }

@@ -57,6 +57,7 @@ export function cliProblems(r, { label, json, secrets = [] }) {
 
 function jsonObjectProblems(r, label) {
   const text = r.stdout;
+  if (r.stdoutBytes > text.length * 4) return [problem('wrong', `${label}:stdout-huge`, `--json printed ${r.stdoutBytes} bytes`)];
   if (text.trim() === '') return [problem('wrong', `${label}:json-none`, `--json printed nothing (exit ${r.code}); stderr ${firstLine(r.stderr)}`)];
   let v;
   try {

@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
-const OUTPUT_CAP = 512 * 1024;
+const OUTPUT_CAP = 4 * 1024 * 1024;
 const live = new Set();
 
 /** VmRSS of a pid in MiB, or undefined once it is gone. */
