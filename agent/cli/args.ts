@@ -3,6 +3,7 @@
 // ignored setting.
 import { parseArgs } from 'node:util';
 import { SETTINGS_FLAGS, type SettingsOptions } from '../config/settings.js';
+import { optionText, SETTING_ROWS } from '../config/setting-table.js';
 import { usageError } from '../lib/errors.js';
 import type { CommandContext, CommandModule, CommandOptions } from './command.js';
 
@@ -14,7 +15,7 @@ export const COMMON_OPTIONS: CommandOptions = {
 const SETTINGS_KEYS = Object.keys(SETTINGS_FLAGS) as (keyof SettingsOptions)[];
 
 export function commonOptionsHelp(): string {
-  return SETTINGS_KEYS.map((k) => `${SETTINGS_FLAGS[k]} ${k === 'logLevel' ? 'LEVEL' : k === 'timeScale' ? 'N' : 'VALUE'}`).join(' ');
+  return Object.values(SETTING_ROWS).map(optionText).join(' ');
 }
 
 // parseArgs' messages run to several sentences; keep the first, lower-cased start.

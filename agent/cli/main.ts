@@ -14,7 +14,7 @@ import { agentVersion, checkNodeVersion } from './version.js';
 
 const exitCodes = Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join(', ');
 
-const HELP = `usage: c2c-agent <command> [options]
+const helpText = (SETTINGS_HELP: string): string => `usage: c2c-agent <command> [options]
 
   c2c-agent run                      the daemon, in the foreground (systemd Type=notify)
   c2c-agent check   [--json]         pairing check: verify the token with GET /v2/devices/me
@@ -28,12 +28,9 @@ const HELP = `usage: c2c-agent <command> [options]
   c2c-agent --version | --help
 
 
-Settings options, accepted by every command (each also comes from the
-environment, e.g. C2C_API_URL, or the config file, default /etc/c2c-agent/config.json):
-  --config FILE --api-url URL --token-file FILE --firmware-version SEMVER
-  --client-id ID --client-secret-file FILE --state-dir DIR --runtime-dir DIR
-  --profiles-dir DIR --host-root DIR --time-scale N --log-level LEVEL
-  --queue-max-bytes N --media-dir DIR --media-settle-seconds N --delete-after-upload true|false
+Settings, accepted by every command; each also comes from its environment
+variable or the config file (first match wins: option, environment, config file):
+${SETTINGS_HELP}
 
 Exit codes: ${exitCodes}.`;
 
@@ -51,8 +48,10 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
-    if (json) printJson({ ok: true, exitCode: 0, usage: HELP });
-    else printLine(HELP);
+    const { settingsHelp } = await import('../config/setting-table.js');
+    const help = helpText(settingsHelp());
+    if (json) printJson({ ok: true, exitCode: 0, usage: help });
+    else printLine(help);
     return 0;
   }
   const { COMMANDS } = await import('./commands.js');

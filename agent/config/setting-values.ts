@@ -1,13 +1,15 @@
 // The settings that are numbers, booleans or pairs rather than plain text or
 // paths: each read from its text (option, environment or config file alike),
 // checked, and refused with one line naming the value and its source.
+import { validate as isCronExpression } from 'node-cron';
 import { configError } from '../lib/errors.js';
+import { OUTBOX_DEFAULTS } from '../outbox/types.js';
 import { quote } from '../lib/text.js';
-import type { Found } from './settings.js';
+import type { Found } from './setting-table.js';
 import type { Settings } from './types.js';
 
-/** The outbox's flash budget: the default suits an SD card; below 64 KiB a single upload job would not fit. */
-export const DEFAULT_QUEUE_MAX_BYTES = 4 * 1024 * 1024;
+/** The outbox's flash budget: the default (outbox/types.ts) suits an SD card; below 64 KiB a single upload job would not fit. */
+export const DEFAULT_QUEUE_MAX_BYTES = OUTBOX_DEFAULTS.capBytes;
 const MIN_QUEUE_MAX_BYTES = 64 * 1024;
 
 export function resolveQueueMax(found: Found | undefined, sources: Record<string, string>): number {
@@ -38,6 +40,9 @@ export function resolveWindow(cron: Found | undefined, minutes: Found | undefine
     const given = (cron ?? minutes) as Found;
     throw configError(`the upload window needs both uploadWindowCron and uploadWindowMinutes; only one was given (${given.source})`, given.source);
   }
+  // node-cron's own parser, here, so every command refuses what `run` would
+  // (in the bundle node-cron is expanded on this first call: lib/cold-module.ts).
+  if (!isCronExpression(cron.value)) throw configError(`upload window ${quote(cron.value)} from ${cron.source} is not a cron expression (minute hour day month weekday)`, cron.source);
   const n = /^\s*\d+\s*$/.test(minutes.value) ? Number(minutes.value) : NaN;
   if (!(n >= 1 && n <= 24 * 60)) throw configError(`upload window length ${quote(minutes.value)} from ${minutes.source} must be whole minutes from 1 to 1440`, minutes.source);
   sources.uploadWindow = cron.source;

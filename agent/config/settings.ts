@@ -10,30 +10,12 @@ import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile }
 import { oneLine, quote } from '../lib/text.js';
 import type { Settings } from './types.js';
 import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWindow } from './setting-values.js';
+import { OTHER_SETTINGS, SETTING_ROWS, type Found, type SettingKey, type SettingRow } from './setting-table.js';
 
 export { DEFAULT_MEDIA_SETTLE_SECONDS, DEFAULT_QUEUE_MAX_BYTES } from './setting-values.js';
 
 /** Values from the command line, already split by the CLI's shared parser. */
-export interface SettingsOptions {
-  config?: string;
-  apiUrl?: string;
-  tokenFile?: string;
-  firmwareVersion?: string;
-  clientId?: string;
-  clientSecretFile?: string;
-  stateDir?: string;
-  runtimeDir?: string;
-  profilesDir?: string;
-  hostRoot?: string;
-  timeScale?: string;
-  logLevel?: string;
-  queueMaxBytes?: string;
-  mediaDir?: string;
-  mediaSettleSeconds?: string;
-  deleteAfterUpload?: string;
-  uploadWindowCron?: string;
-  uploadWindowMinutes?: string;
-}
+export type SettingsOptions = Partial<Record<SettingKey, string>>;
 
 export interface LoadSettingsOptions {
   /** Commands that talk to the service need apiUrl; `profiles` and `status` do not (apiUrl is then ''). */
@@ -45,39 +27,17 @@ export interface LoadSettingsOptions {
 export const DEFAULT_CONFIG_FILE = '/etc/c2c-agent/config.json';
 export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
 
-type Key = Exclude<keyof SettingsOptions, 'config'>;
-
-// option flag, environment variable, config key (undefined: not settable there).
-const TABLE: Record<Key, { flag: string; env: string; configKey?: string; isPath?: boolean }> = {
-  apiUrl: { flag: '--api-url', env: 'C2C_API_URL', configKey: 'apiUrl' },
-  tokenFile: { flag: '--token-file', env: 'C2C_TOKEN_FILE', configKey: 'tokenFile', isPath: true },
-  firmwareVersion: { flag: '--firmware-version', env: 'C2C_FIRMWARE_VERSION', configKey: 'firmwareVersion' },
-  clientId: { flag: '--client-id', env: 'C2C_CLIENT_ID', configKey: 'clientId' },
-  clientSecretFile: { flag: '--client-secret-file', env: 'C2C_CLIENT_SECRET_FILE', configKey: 'clientSecretFile', isPath: true },
-  stateDir: { flag: '--state-dir', env: 'C2C_STATE_DIR', configKey: 'stateDir', isPath: true },
-  runtimeDir: { flag: '--runtime-dir', env: 'C2C_RUNTIME_DIR', configKey: 'runtimeDir', isPath: true },
-  profilesDir: { flag: '--profiles-dir', env: 'C2C_PROFILES_DIR', configKey: 'profilesDir', isPath: true },
-  hostRoot: { flag: '--host-root', env: 'C2C_HOST_ROOT', configKey: 'hostRoot', isPath: true },
-  timeScale: { flag: '--time-scale', env: 'C2C_TIME_SCALE' },
-  logLevel: { flag: '--log-level', env: 'C2C_LOG_LEVEL', configKey: 'logLevel' },
-  queueMaxBytes: { flag: '--queue-max-bytes', env: 'C2C_QUEUE_MAX_BYTES', configKey: 'queueMaxBytes' },
-  mediaDir: { flag: '--media-dir', env: 'C2C_MEDIA_DIR', configKey: 'mediaDir', isPath: true },
-  mediaSettleSeconds: { flag: '--media-settle-seconds', env: 'C2C_MEDIA_SETTLE_SECONDS', configKey: 'mediaSettleSeconds' },
-  deleteAfterUpload: { flag: '--delete-after-upload', env: 'C2C_DELETE_AFTER_UPLOAD', configKey: 'deleteAfterUpload' },
-  uploadWindowCron: { flag: '--upload-window-cron', env: 'C2C_UPLOAD_WINDOW_CRON', configKey: 'uploadWindowCron' },
-  uploadWindowMinutes: { flag: '--upload-window-minutes', env: 'C2C_UPLOAD_WINDOW_MINUTES', configKey: 'uploadWindowMinutes' },
-};
-
-/** Config keys whose JSON value is a number or a boolean rather than a string (read as their text). */
-const NON_STRING_KEYS: Record<string, 'number' | 'boolean'> = { queueMaxBytes: 'number', mediaSettleSeconds: 'number', deleteAfterUpload: 'boolean', uploadWindowMinutes: 'number' };
+type Key = Exclude<SettingKey, 'config'>;
+const TABLE: Record<Key, SettingRow> = SETTING_ROWS;
 
 /** Command-line flag for each settings option, for the CLI's shared parser. */
-export const SETTINGS_FLAGS: Record<keyof SettingsOptions, string> = {
-  config: '--config',
-  ...Object.fromEntries(Object.entries(TABLE).map(([k, v]) => [k, v.flag])),
-} as Record<keyof SettingsOptions, string>;
+export const SETTINGS_FLAGS = Object.fromEntries(Object.entries(SETTING_ROWS).map(([k, v]) => [k, v.flag])) as Record<SettingKey, string>;
 
-const CONFIG_KEYS = new Set<string>([...Object.values(TABLE).flatMap((t) => (t.configKey ? [t.configKey] : [])), 'firmwareVersionFile']);
+const CONFIG_KEYS = new Set<string>([...Object.values(TABLE), ...OTHER_SETTINGS].flatMap((t) => (t.configKey ? [t.configKey] : [])));
+/** Config keys whose JSON value may be a number or a boolean rather than a string (read as their text). */
+const NON_STRING_KEYS: Record<string, 'number' | 'boolean'> = Object.fromEntries(
+  Object.values(TABLE).flatMap((t) => (t.configKey !== undefined && t.configType !== undefined ? [[t.configKey, t.configType]] : [])),
+);
 
 /** True for 127.0.0.0/8, ::1 and localhost: the only hosts allowed over http:// and with --time-scale. */
 export function isLoopbackUrl(url: URL): boolean {
@@ -85,12 +45,6 @@ export function isLoopbackUrl(url: URL): boolean {
   if (host === 'localhost' || host === '[::1]') return true;
   const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
   return m !== null && m[1] === '127' && m.slice(2).every((o) => Number(o) <= 255);
-}
-
-export interface Found {
-  value: string;
-  source: string;
-  baseDir: string;
 }
 
 function readConfig(file: string, explicit: boolean, source: string): Record<string, unknown> {
@@ -133,7 +87,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const cwd = process.cwd();
   const label = (k: keyof SettingsOptions): string => load.optionLabels?.[k] ?? SETTINGS_FLAGS[k];
   // An empty environment variable counts as unset (systemd `Environment=X=` clears it).
-  const envValue = (name: string): string | undefined => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+  const envValue = (name: string | undefined): string | undefined => (name === undefined || env[name] === undefined || env[name] === '' ? undefined : env[name]);
 
   const configFromOption = opts.config !== undefined;
   const configFromEnv = !configFromOption && envValue('C2C_CONFIG') !== undefined;

@@ -31,7 +31,6 @@ import { buildCore } from './core.js';
 import { boundsOf } from './heartbeat/policy.js';
 import { EventBus } from '../core/event-bus.js';
 import { startUnit, stopUnit } from '../core/unit.js';
-import { checkUploadWindow } from '../uploads/upload-window.js';
 import { readBootId } from '../outbox/outbox.js';
 
 /** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
@@ -119,7 +118,6 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
   const logger = createLogger(settings.logLevel);
   const clock = new SystemClock(settings.timeScale);
-  if (settings.uploadWindow !== undefined) await checkUploadWindow(settings.uploadWindow);
   await prepareRuntimeDir(settings.runtimeDir);
   const lock = acquireRunLock(settings.runtimeDir);
   if (lock.kind === 'held') {

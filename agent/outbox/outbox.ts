@@ -13,17 +13,13 @@ import { recover } from './replay.js';
 import { segmentPath, segmentReadLimit } from './segments.js';
 import { victimsFor } from './cap.js';
 import { copyForwardPlan, reclaim } from './upkeep.js';
-import type { OutboxFs, OutboxItem, OutboxStats, PutOptions } from './types.js';
+import { OUTBOX_DEFAULTS, type OutboxFs, type OutboxItem, type OutboxStats, type PutOptions } from './types.js';
 import { GroupWriter, type Queued } from './writer.js';
 
 export { readBootId } from './boot-id.js';
 export { readOutbox } from './reader.js';
 
-export const OUTBOX_DEFAULTS = {
-  capBytes: 4 * 1024 * 1024,
-  segmentBytes: 256 * 1024,
-  flushMs: 500,
-} as const;
+export { OUTBOX_DEFAULTS } from './types.js';
 
 /** An item's progress records are folded into one copy of it once they pass this many times the copy's size. */
 const FOLD_FACTOR = 4;

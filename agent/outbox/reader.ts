@@ -8,10 +8,9 @@ import { fsError } from '../lib/fs-errors.js';
 import { Ledger } from './ledger.js';
 import { queueDirOf } from './location.js';
 import { nodeOutboxFs } from './node-fs.js';
-import { OUTBOX_DEFAULTS } from './outbox.js';
 import { readSegments } from './replay.js';
 import { segmentReadLimit } from './segments.js';
-import type { OutboxFs, OutboxItem, OutboxStats } from './types.js';
+import { OUTBOX_DEFAULTS, type OutboxFs, type OutboxItem, type OutboxStats } from './types.js';
 
 /** `capBytes`: the cap the queue was written under (Settings.queueMaxBytes), which bounds a segment's size. */
 export async function readOutbox(dir: string, fs: OutboxFs = nodeOutboxFs(), capBytes: number = OUTBOX_DEFAULTS.capBytes): Promise<{ items: OutboxItem[]; stats: OutboxStats }> {

@@ -74,3 +74,10 @@ export interface OutboxFs {
   rename(from: string, to: string): Promise<void>;
   unlink(file: string): Promise<void>;
 }
+
+/** The outbox's sizes and timing unless told otherwise (the cap is the setting queueMaxBytes's default too). */
+export const OUTBOX_DEFAULTS = {
+  capBytes: 4 * 1024 * 1024,
+  segmentBytes: 256 * 1024,
+  flushMs: 500,
+} as const;

@@ -11,19 +11,12 @@
 // run, rather than waiting for a time that may be wrong.
 import { existsSync } from 'node:fs';
 import type { Clock, Timer } from '../lib/clock.js';
-import { configError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 
 /** systemd-timesyncd creates this once the clock has been synchronized. */
 export const TIMESYNC_FLAG = '/run/systemd/timesync/synchronized';
 /** A wall clock within this of the service's Date header is good enough for a window measured in minutes. */
 export const CLOCK_AGREES_MS = 60_000;
-
-/** A bad expression stops the daemon with exit 78 before it starts, like any bad setting. */
-export async function checkUploadWindow(w: { cron: string; source: string }): Promise<void> {
-  const cron = await import('node-cron');
-  if (!cron.validate(w.cron)) throw configError(`upload window '${w.cron}' from ${w.source} is not a cron expression (minute hour day month weekday)`, w.source);
-}
 
 export interface UploadWindowOptions {
   cron: string;
@@ -58,7 +51,7 @@ export class UploadWindow {
 
   constructor(private readonly o: UploadWindowOptions) {}
 
-  /** Loads node-cron (only when a window is configured); the expression was checked by checkUploadWindow. */
+  /** Loads node-cron (only when a window is configured); settings checked the expression (config/setting-values.ts). */
   async start(): Promise<void> {
     const cron = await import('node-cron');
     // createTask parses the expression and arms nothing until start(), which is never called.

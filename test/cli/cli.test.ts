@@ -61,7 +61,7 @@ describe('c2c-agent CLI (built bundle)', () => {
   it('command --help prints the usage as text', () => {
     const r = bundle.run(['check', '--help']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^usage: c2c-agent check \[--json\]\nsettings options: --config VALUE /);
+    expect(r.stdout).toMatch(/^usage: c2c-agent check \[--json\]\nsettings options: --config FILE --api-url URL /);
   });
 
   it.each([['check'], ['profiles'], ['status']])('%s --json --help prints exactly one JSON object with the usage', (cmd) => {
@@ -71,7 +71,7 @@ describe('c2c-agent CLI (built bundle)', () => {
       expect(r.stdout.trimEnd().split('\n')).toHaveLength(1);
       const out = JSON.parse(r.stdout) as Record<string, unknown>;
       expect(out).toMatchObject({ ok: true, exitCode: 0, usage: expect.stringMatching(new RegExp(`^c2c-agent ${cmd} `)) });
-      expect(out.settingsOptions).toContain('--api-url VALUE');
+      expect(out.settingsOptions).toContain('--api-url URL');
     }
   });
 

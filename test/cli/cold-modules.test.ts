@@ -36,6 +36,10 @@ describe('cold dependencies in the bundle', () => {
     const r = bundle.run(['run', '--api-url', cloud.url, '--state-dir', path.join(dir, 'state-cron'), '--runtime-dir', path.join(dir, 'run-cron'), '--upload-window-cron', '61 * * * *', '--upload-window-minutes', '30']);
     expect(r.status).toBe(78);
     expect(r.stderr).toContain("upload window '61 * * * *' from --upload-window-cron is not a cron expression");
+    // Every command that loads settings refuses it the same way (check used to accept it).
+    const c = bundle.run(['check', '--api-url', cloud.url, '--state-dir', path.join(dir, 'state-cron'), '--runtime-dir', path.join(dir, 'run-cron'), '--upload-window-cron', '61 * * * *', '--upload-window-minutes', '30']);
+    expect(c.status).toBe(78);
+    expect(c.stderr).toContain('is not a cron expression');
   });
 
   test('uqr: `pair` on a terminal draws the QR code', async () => {

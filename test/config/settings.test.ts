@@ -101,6 +101,8 @@ describe('precedence: option > environment > config > default', () => {
     expect(fails({ apiUrl: 'https://a.example', mediaSettleSeconds: '-1' })).toContain('from --media-settle-seconds must be a number of seconds from 0 to 3600');
     expect(fails({ apiUrl: 'https://a.example', uploadWindowCron: '0 22 * * *' })).toContain('needs both uploadWindowCron and uploadWindowMinutes');
     expect(fails({ apiUrl: 'https://a.example', uploadWindowCron: '0 22 * * *', uploadWindowMinutes: '0' })).toContain('must be whole minutes from 1 to 1440');
+    // node-cron's parser, at load, for every command alike.
+    expect(fails({ apiUrl: 'https://a.example', uploadWindowCron: '61 * * * *', uploadWindowMinutes: '30' })).toContain("upload window '61 * * * *' from --upload-window-cron is not a cron expression");
   });
 
   it('time scale from option or env, on loopback', () => {

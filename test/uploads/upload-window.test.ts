@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it, jest } from '@jest/globals';
 import { FakeClock } from '../support/fake-clock.js';
-import { checkUploadWindow, UploadWindow } from '../../agent/uploads/upload-window.js';
-import { AgentError } from '../../agent/lib/errors.js';
+import { UploadWindow } from '../../agent/uploads/upload-window.js';
 
 const NOON = Date.UTC(2026, 5, 15, 12, 0, 30);
 const MIN = 60_000;
@@ -20,12 +19,6 @@ async function started(cron: string, minutes: number, offset: number | undefined
 }
 
 describe('upload window', () => {
-  it('a bad expression is a configuration error (exit 78) naming its source', async () => {
-    await expect(checkUploadWindow({ cron: 'every night', source: 'config /etc/c.json key uploadWindowCron' })).rejects.toMatchObject({ kind: 'config', exitCode: 78 });
-    await expect(checkUploadWindow({ cron: 'every night', source: 'x' })).rejects.toBeInstanceOf(AgentError);
-    await expect(checkUploadWindow({ cron: '0 22 * * *', source: 'x' })).resolves.toBeUndefined();
-  });
-
   it('closed outside the window once the clock is known good, and opened for the rest of a window it started inside', async () => {
     const outside = await started('0 3 * * *', 60, 0);
     expect(outside.w.isOpen()).toBe(false);
