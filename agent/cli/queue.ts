@@ -15,7 +15,8 @@ import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { UPLOAD_KIND, uploadView } from '../uploads/upload-item.js';
-import { formatBytes } from '../lib/text.js';
+import { SKIPPED_LIST_MAX, type SkippedEntry, type SkippedView } from '../uploads/media-watcher.js';
+import { formatBytes, oneLine, quote } from '../lib/text.js';
 
 export const usage = 'queue [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -37,11 +38,23 @@ export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
   return [...open, ...done];
 }
 
-function daemonView(runtimeDir: string): DispatcherView | undefined {
+/** What only a running daemon knows: in flight and attempts (the outbox), and the media-dir entries it skips. */
+function daemonView(runtimeDir: string): { view: DispatcherView; skipped: SkippedView | undefined } | undefined {
   const read = readStatus(runtimeDir);
   if (read.kind !== 'ok' || read.snapshot.state === 'stopped' || !processAlive(read.snapshot.pid, read.snapshot.procStart)) return undefined;
-  const outbox = (read.snapshot as { outbox?: DispatcherView }).outbox;
-  return outbox ?? { inFlight: [], attempts: {}, waitingUntil: undefined };
+  const snap = read.snapshot as { outbox?: DispatcherView; uploads?: { skipped?: unknown } };
+  return { view: snap.outbox ?? { inFlight: [], attempts: {}, waitingUntil: undefined }, skipped: skippedOf(snap.uploads?.skipped) };
+}
+
+/** The status document's skipped list, kept only as far as it has the shape the daemon writes. */
+function skippedOf(v: unknown): SkippedView | undefined {
+  const s = v as { entries?: unknown; more?: unknown } | null | undefined;
+  if (s === null || typeof s !== 'object' || !Array.isArray(s.entries)) return undefined;
+  const entries = s.entries
+    .filter((e): e is SkippedEntry => e !== null && typeof e === 'object' && typeof (e as SkippedEntry).name === 'string' && typeof (e as SkippedEntry).reason === 'string')
+    .slice(0, SKIPPED_LIST_MAX)
+    .map((e) => ({ name: e.name, reason: e.reason }));
+  return { entries, more: typeof s.more === 'number' && Number.isSafeInteger(s.more) && s.more > 0 ? s.more : 0 };
 }
 
 export function shown(item: OutboxItem, view: DispatcherView | undefined): Record<string, unknown> {
@@ -64,12 +77,14 @@ export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
     const { dir, items, stats } = await readQueueOf(settings.stateDir, settings.sources.stateDir, settings.queueMaxBytes);
-    const view = daemonView(settings.runtimeDir);
+    const daemon = daemonView(settings.runtimeDir);
+    const view = daemon?.view;
+    const skipped = daemon?.skipped;
     const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));
     const listed = listedItems(items).map((i) => shown(i, view));
     const inFlight = view?.inFlight.length ?? 0;
     if (ctx.json) {
-      printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed });
+      printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed, ...(skipped !== undefined && { skipped }) });
       return EXIT.ok;
     }
     const lines = [`queue: ${dir}, ${stats.diskBytes} bytes on flash (cap ${settings.queueMaxBytes})${view ? '' : '; the daemon is not running'}`];
@@ -89,6 +104,11 @@ export async function run(ctx: CommandContext): Promise<number> {
         ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}`
         : `${String(i.state).padEnd(9)} ${String(i.kind)} ${String(i.id)} since ${String(i.createdAt)}`;
       lines.push(`  ${what}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
+    }
+    if (skipped !== undefined && skipped.entries.length + skipped.more > 0) {
+      lines.push(`skipped in the media dir (not uploaded): ${skipped.entries.length + skipped.more} entr${skipped.entries.length + skipped.more === 1 ? 'y' : 'ies'}`);
+      for (const e of skipped.entries) lines.push(`  ${quote(e.name)}: ${oneLine(e.reason)}`);
+      if (skipped.more > 0) lines.push(`  and ${skipped.more} more, not listed`);
     }
     printLine(...lines);
     return EXIT.ok;

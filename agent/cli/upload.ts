@@ -3,17 +3,30 @@
 // it (a request file in the queue's incoming/ folder: the daemon alone writes
 // the outbox); without one, this command takes the daemon's lock for a moment
 // and puts them in the outbox itself, and the next `run` uploads them.
-import { statSync } from 'node:fs';
+//
+// Success is said only for what is on flash: a request file written and
+// fsynced, or outbox records the disk took. The outbox holds records the
+// disk refuses in memory (a daemon keeps retrying them); this process is
+// about to exit, so for it that is a failure, one line and a non-zero exit
+// (lib/fs-errors.ts: read-only 78, full 75). A file already queued (same
+// path, inode, size and modification time) is not queued again: its item's
+// id comes back with `queued: false`.
+import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import path from 'node:path';
 import { loadSettings } from '../config/settings.js';
 import { acquireRunLock } from '../daemon/runtime/run-lock.js';
 import { ensureDir } from '../lib/ensure-dir.js';
-import { SystemClock } from '../lib/clock.js';
-import { EXIT, usageError } from '../lib/errors.js';
-import { readBootId, Outbox } from '../outbox/outbox.js';
+import { SystemClock, type Clock } from '../lib/clock.js';
+import { AgentError, EXIT, usageError } from '../lib/errors.js';
+import { fsError, isFsError } from '../lib/fs-errors.js';
+import { quotePath } from '../lib/text.js';
+import { readBootId, readOutbox, Outbox } from '../outbox/outbox.js';
+import { nodeOutboxFs } from '../outbox/node-fs.js';
+import type { OutboxFs, OutboxItem } from '../outbox/types.js';
 import { fileTypeOf } from '../uploads/file-type.js';
-import { writeUploadRequest } from '../uploads/upload-request.js';
-import { UPLOAD_KIND, type UploadPayload } from '../uploads/upload-item.js';
+import { INCOMING_DIR, writeUploadRequest } from '../uploads/upload-request.js';
+import { UPLOAD_KIND, sameUpload, type UploadPayload } from '../uploads/upload-item.js';
+import { describeKind } from '../uploads/version-check.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { queueDirOf } from '../outbox/location.js';
@@ -22,47 +35,160 @@ export const usage = 'upload FILE... [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
 export const allowPositionals = true;
 
+/** What became of one file: queued now (`queued`), or already in the queue as item `id`. */
+export interface Queued {
+  file: UploadPayload;
+  queued: boolean;
+  /** The outbox item; unknown for a file just handed to the daemon (it makes the item). */
+  id?: string;
+}
+
 function payloadOf(file: string): UploadPayload {
   const full = path.resolve(file);
+  let fd: number;
+  try {
+    // Without blocking: a FIFO named here must not wedge the command.
+    fd = openSync(full, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (err) {
+    throw usageError(`upload: cannot read ${quotePath(full)} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
   let st;
   try {
-    st = statSync(full);
-  } catch (err) {
-    throw usageError(`upload: cannot read ${full} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    st = fstatSync(fd);
+  } finally {
+    closeSync(fd);
   }
-  if (!st.isFile()) throw usageError(`upload: ${full} is not a regular file`);
+  if (!st.isFile()) throw usageError(`upload: ${quotePath(full)} is ${describeKind(st)}, not a regular file`);
   const name = path.basename(full);
   const { filetype, extension } = fileTypeOf(name);
   return { path: full, name, filetype, ...(extension !== undefined && { extension }), size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
+}
+
+/** The files once each: `upload f f` names one file. */
+function distinct(files: UploadPayload[]): UploadPayload[] {
+  return files.filter((f, i) => files.findIndex((g) => sameUpload(g, f)) === i);
+}
+
+const pendingSame = (items: readonly OutboxItem[], f: UploadPayload): OutboxItem | undefined =>
+  items.find((i) => i.kind === UPLOAD_KIND && i.state === 'pending' && sameUpload(i.payload as UploadPayload, f));
+
+export interface DirectOptions {
+  clock: Clock;
+  bootId: string;
+  capBytes: number;
+  /** Replaces node:fs (tests: a disk that refuses). */
+  fs?: OutboxFs;
+  /** The setting that gave the state dir, for messages. */
+  source?: string;
+}
+
+/**
+ * Puts the files in the outbox at `queueDir` (no daemon runs): a file
+ * already pending comes back with its item, the others are put and flushed;
+ * throws unless every new record is on flash.
+ */
+export async function queueDirectly(queueDir: string, files: UploadPayload[], o: DirectOptions): Promise<Queued[]> {
+  let refused: unknown;
+  const base = o.fs ?? nodeOutboxFs();
+  // The outbox keeps a refused write to itself (it holds the records and retries); its error is wanted here.
+  const noting = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
+    try {
+      return await fn(...a);
+    } catch (err) {
+      refused = err;
+      throw err;
+    }
+  };
+  const fs: OutboxFs = { ...base, mkdir: noting(base.mkdir), append: noting(base.append), fsync: noting(base.fsync), fsyncDir: noting(base.fsyncDir), truncate: noting(base.truncate) };
+  const outbox = new Outbox({ dir: queueDir, fs, clock: o.clock, bootId: o.bootId, capBytes: o.capBytes });
+  try {
+    await outbox.open();
+  } catch (err) {
+    throw isFsError(err) ? fsError(err, 'open the upload queue', queueDir, o.source) : err;
+  }
+  try {
+    const out: Queued[] = [];
+    const puts: Array<Promise<OutboxItem>> = [];
+    for (const f of files) {
+      const existing = pendingSame(outbox.pending(UPLOAD_KIND), f);
+      if (existing !== undefined) {
+        out.push({ file: f, queued: false, id: existing.id });
+        continue;
+      }
+      // Put at once (each is pending in memory as soon as it is put), written together by the flush below.
+      const put = outbox.put(UPLOAD_KIND, f);
+      puts.push(put);
+      const entry: Queued = { file: f, queued: true };
+      out.push(entry);
+      void put.then((item) => (entry.id = item.id), () => undefined);
+    }
+    await outbox.flush();
+    const items = await Promise.all(puts);
+    if (outbox.stats().unwritten > 0) throw fsError(refused ?? Object.assign(new Error('write refused'), { code: 'EIO', syscall: 'write' }), 'write the upload queue', queueDir, o.source);
+    const lost = items.find((i) => i.state !== 'pending');
+    if (lost !== undefined) {
+      throw new AgentError('disk', `cannot queue ${quotePath((lost.payload as UploadPayload).path)}: the queue is at its cap of ${o.capBytes} bytes (${lost.reason ?? 'dropped'}); let the daemon send what is queued, or raise queueMaxBytes`);
+    }
+    return out;
+  } finally {
+    await outbox.close().catch(() => undefined);
+  }
+}
+
+/** Hands the files to the running daemon: those already pending on disk come back with their item; the rest go in one request, on flash before this returns. */
+async function handToDaemon(queueDir: string, files: UploadPayload[], capBytes: number): Promise<Queued[]> {
+  // What the disk shows queued; the daemon checks again when it takes the request (it may have queued more since).
+  const items = await readOutbox(queueDir, nodeOutboxFs(), capBytes).then((r) => r.items, () => [] as OutboxItem[]);
+  const out: Queued[] = files.map((f) => {
+    const existing = pendingSame(items, f);
+    return existing === undefined ? { file: f, queued: true } : { file: f, queued: false, id: existing.id };
+  });
+  const handed = out.filter((q) => q.queued).map((q) => q.file);
+  if (handed.length > 0) {
+    try {
+      await writeUploadRequest(queueDir, handed);
+    } catch (err) {
+      throw fsError(err, 'hand the files to the running daemon: write a request in', path.join(queueDir, INCOMING_DIR));
+    }
+  }
+  return out;
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     if (ctx.positionals.length === 0) throw usageError('upload: name at least one FILE; run c2c-agent upload --help');
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
-    const files = ctx.positionals.map(payloadOf);
+    const files = distinct(ctx.positionals.map(payloadOf));
     const queueDir = queueDirOf(settings.stateDir);
     // Without a runtime dir no daemon can be running here: make it, so the lock can say so.
     await ensureDir(settings.runtimeDir).catch(() => undefined);
     const lock = acquireRunLock(settings.runtimeDir);
     let via: 'daemon' | 'queue';
+    let done: Queued[];
     if (lock.kind === 'held') {
-      await writeUploadRequest(queueDir, files);
+      done = await handToDaemon(queueDir, files, settings.queueMaxBytes);
       via = 'daemon';
     } else {
       try {
-        const outbox = new Outbox({ dir: queueDir, clock: new SystemClock(settings.timeScale), bootId: await readBootId(), capBytes: settings.queueMaxBytes });
-        await outbox.open();
-        for (const f of files) await outbox.put(UPLOAD_KIND, f);
-        await outbox.close();
+        const opts: DirectOptions = { clock: new SystemClock(settings.timeScale), bootId: await readBootId(), capBytes: settings.queueMaxBytes };
+        opts.source = `<state-dir>/queue, the state dir from ${settings.sources.stateDir ?? 'default'}`;
+        done = await queueDirectly(queueDir, files, opts);
       } finally {
         lock.release();
       }
       via = 'queue';
     }
     const how = via === 'daemon' ? 'handed to the running daemon' : 'queued; the daemon uploads them when it runs';
-    if (ctx.json) printJson({ ok: true, exitCode: EXIT.ok, via, files: files.map((f) => ({ path: f.path, size: f.size, filetype: f.filetype })) });
-    else printLine(...files.map((f) => `${f.path} (${f.size} bytes, ${f.filetype}): ${how}`));
+    if (ctx.json) {
+      printJson({
+        ok: true,
+        exitCode: EXIT.ok,
+        via,
+        files: done.map((q) => ({ path: q.file.path, size: q.file.size, filetype: q.file.filetype, queued: q.queued, ...(q.id !== undefined && { id: q.id }) })),
+      });
+    } else {
+      printLine(...done.map((q) => `${q.file.path} (${q.file.size} bytes, ${q.file.filetype}): ${q.queued ? how : `already queued (item ${q.id ?? '?'})`}`));
+    }
     return EXIT.ok;
   } catch (err) {
     return fail(err, { json: ctx.json });

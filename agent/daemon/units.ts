@@ -105,6 +105,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
     index,
     deleteAfterUpload: settings.deleteAfterUpload,
+    queueDir,
     onBytes: (bytes) => bus.emit('bytesSent', { bytes }),
     ...(window && { windowOpen: () => window.isOpen() }),
     logger,
@@ -132,9 +133,10 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           clock,
           settleMs: settings.mediaSettleSeconds * 1000,
           onReady: (f) => bus.emit('mediaFileReady', { file: { ...f, ...fileTypeOf(f.name) } }),
+          onSkipped: () => bus.emit('statusChanged', {}),
           logger,
         });
-  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, urls, clock, logger, changed: () => bus.emit('statusChanged', {}), close: () => storage.close() });
+  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, changed: () => bus.emit('statusChanged', {}), close: () => storage.close() });
   // Registered for the unit (removed when it stops) until UploadsUnit subscribes itself.
   bus.on('mediaFileReady', uploads, ({ file }) => uploads.fileReady(file));
   bus.on('bytesSent', uploads, ({ bytes }) => uploads.bytesSent(bytes));

@@ -11,15 +11,39 @@
 // '.part' / '.tmp' names are writers' scratch. A timer rescans; fs.watch
 // only brings a rescan forward. Cheap on a camera busy recording: readdir
 // and lstat only, never a child process.
-import { existsSync, lstatSync, readdirSync, realpathSync, watch as fsWatch } from 'node:fs';
+//
+// Anything else in scope that the watcher will not take (a FIFO, a socket, a
+// device, a folder that is not a channel's, a link that loops, dangles or
+// leads out of the media dir, a name that is not UTF-8) is said once, as a
+// warning with the reason, and kept in a short list `queue` and the status
+// document show. The list holds at most SKIPPED_LIST_MAX entries; past that
+// they are only counted, so a dir of 100,000 junk entries costs a number.
+import { existsSync, lstatSync, readdirSync, realpathSync, watch as fsWatch, type Stats } from 'node:fs';
 import path from 'node:path';
+import { describeFileType } from '../lib/bounded-read.js';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import { quote } from '../lib/text.js';
 
 /** Agent ms between rescans when no watch event comes (default of `intervalMs`). */
 export const MEDIA_RESCAN_MS = 5_000;
 /** Events within this many agent ms of the first make one scan: a copy of a card creates files in a burst. */
 export const MEDIA_EVENT_COALESCE_MS = 250;
+/** Skipped entries listed by name and reason; the rest are counted. */
+export const SKIPPED_LIST_MAX = 50;
+
+/** A media-dir entry the watcher will not take: its name (relative to the media dir) and why. */
+export interface SkippedEntry {
+  name: string;
+  reason: string;
+}
+
+/** What `queue` and the status document show of the skipped entries. */
+export interface SkippedView {
+  entries: SkippedEntry[];
+  /** Skipped entries beyond the list, at the last scan. */
+  more: number;
+}
 
 export interface ReadyFile {
   path: string;
@@ -42,6 +66,10 @@ export interface MediaStat {
   isFile(): boolean;
   isDirectory(): boolean;
   isSymbolicLink(): boolean;
+  isFIFO?(): boolean;
+  isSocket?(): boolean;
+  isCharacterDevice?(): boolean;
+  isBlockDevice?(): boolean;
 }
 
 export interface MediaDirWatch { close(): void }
@@ -65,6 +93,8 @@ export interface MediaWatcherOptions {
   realpath?: (p: string) => string;
   /** Replaces fs.watch (tests); `null` turns watching off. */
   watch?: WatchMediaDir | null;
+  /** The skipped list changed (the status document should show it). */
+  onSkipped?: () => void;
   logger?: Logger;
 }
 
@@ -91,8 +121,15 @@ interface Armed { watch: MediaDirWatch; id: string | undefined }
 
 type Listing = { names: string[] } | 'absent' | 'failed';
 
-/** One pass over the folders: when it looked, which files it saw, which are ready. */
-interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; realRoot?: string }
+/** One pass over the folders: when it looked, which files it saw, which are ready, which listed skips it met and how many beyond. */
+interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; realRoot?: string; skipped: Set<string>; more: number }
+
+/** A link's target when it may be taken, else why not. */
+type Followed = { st: MediaStat } | { reason: string };
+
+/** "a FIFO (named pipe)", ... in the words bounded reads use; a stat without the type questions is "not a regular file". */
+const kindOf = (st: MediaStat): string =>
+  describeFileType({ isFile: () => st.isFile(), isDirectory: () => st.isDirectory(), isSymbolicLink: () => st.isSymbolicLink(), isFIFO: () => st.isFIFO?.() ?? false, isSocket: () => st.isSocket?.() ?? false, isCharacterDevice: () => st.isCharacterDevice?.() ?? false, isBlockDevice: () => st.isBlockDevice?.() ?? false } as Stats);
 
 const sigOf = (s: MediaStat): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
 
@@ -108,6 +145,11 @@ export class MediaWatcher {
   private readonly cooling = new Set<string>();
   /** The last read error logged per directory, so a card that stays unreadable logs once, not every tick. */
   private readonly failing = new Map<string, string>();
+  /** Entries not taken, by path, at most SKIPPED_LIST_MAX: each was logged once when it came in. */
+  private readonly skippedList = new Map<string, SkippedEntry>();
+  /** Entries not taken beyond the list at the last scan (said when it rises from none). */
+  private skippedMore = 0;
+  private skippedChanged = false;
 
   constructor(private readonly options: MediaWatcherOptions) {}
 
@@ -158,7 +200,7 @@ export class MediaWatcher {
   private rescan(): void {
     if (!this.running) return;
     const root = this.root;
-    const scan: Scan = { now: this.options.clock.now(), wall: this.options.clock.wallNow(), seen: new Set(), ready: [] };
+    const scan: Scan = { now: this.options.clock.now(), wall: this.options.clock.wallNow(), seen: new Set(), ready: [], skipped: new Set(), more: 0 };
     const listed: string[] = [];
     const failed = new Set<string>();
     const top = this.list(root);
@@ -168,13 +210,16 @@ export class MediaWatcher {
       const keys = new Set(this.options.channelKeys);
       for (const name of top.names) {
         const sub = path.join(root, name);
+        const st = keys.has(name) ? this.statOf(sub) : undefined;
         // A channel folder must be a real directory: a link could lead anywhere.
-        if (keys.has(name) && this.statOf(sub)?.isDirectory()) {
+        if (st?.isDirectory()) {
           const inner = this.list(sub);
           if (inner === 'failed') failed.add(sub);
           if (typeof inner !== 'object') continue;
           listed.push(sub);
           for (const n of inner.names) this.consider(scan, sub, n, name);
+        } else if (st?.isSymbolicLink()) {
+          this.skip(scan, sub, 'a symbolic link where a channel folder should be: channel folders must be real folders, nothing in it is uploaded');
         } else {
           this.consider(scan, root, name, undefined);
         }
@@ -182,6 +227,7 @@ export class MediaWatcher {
     }
     // Where a folder could not be read, what waited in it keeps its settle clock.
     for (const [p, e] of this.pending) if (!scan.seen.has(p) && !failed.has(e.dir) && !failed.has(root)) this.pending.delete(p);
+    this.settleSkipped(scan, failed);
     this.rearmWatches(listed);
     this.armSettle(scan.now);
     scan.ready.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.path < b.path ? -1 : 1));
@@ -195,8 +241,22 @@ export class MediaWatcher {
     if (isScratchName(name)) return;
     const full = path.join(dir, name);
     let st = this.statOf(full);
-    if (st?.isSymbolicLink()) st = this.followInside(scan, full);
-    if (st === undefined || !st.isFile()) return;
+    if (st === undefined) {
+      // readdir hands a name that is not UTF-8 over with U+FFFD in place of its bad bytes: no such path exists.
+      if (name.includes('\ufffd')) this.skip(scan, full, 'its name is not valid UTF-8 (shown with \ufffd for the bytes that are not): rename it');
+      return; // else gone between readdir and lstat
+    }
+    if (st.isSymbolicLink()) {
+      const followed = this.followInside(scan, full);
+      if ('reason' in followed) return this.skip(scan, full, followed.reason);
+      st = followed.st;
+    }
+    if (st.isDirectory()) {
+      return this.skip(scan, full, channelKey === undefined
+        ? `a folder that is not a channel's (channel folders: ${this.options.channelKeys.join(', ') || 'none in this profile'}): nothing in it is uploaded`
+        : 'a folder inside a channel folder: nothing deeper than the channel folder is uploaded');
+    }
+    if (!st.isFile()) return this.skip(scan, full, `${kindOf(st)}, not a regular file`);
     scan.seen.add(full);
     const sig = sigOf(st);
     if (this.reported.has(sig)) {
@@ -219,17 +279,67 @@ export class MediaWatcher {
   }
 
   /** The target of a link when it resolves inside the media dir; anything else is someone else's file. */
-  private followInside(scan: Scan, link: string): MediaStat | undefined {
+  private followInside(scan: Scan, link: string): Followed {
+    const resolve = this.options.realpath ?? realpathSync;
+    let target: string;
     try {
-      const resolve = this.options.realpath ?? realpathSync;
       if (scan.realRoot === undefined) scan.realRoot = resolve(this.root);
-      const target = resolve(link);
-      const rel = path.relative(scan.realRoot, target);
-      if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return undefined;
-      return this.statOf(target);
-    } catch {
-      return undefined;
+      target = resolve(link);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'error';
+      if (code === 'ELOOP') return { reason: 'a symbolic link loop (ELOOP)' };
+      if (code === 'ENOENT') return { reason: 'a symbolic link to nothing: its target does not exist' };
+      return { reason: `a symbolic link that cannot be followed (${code})` };
     }
+    const rel = path.relative(scan.realRoot, target);
+    if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return { reason: 'a symbolic link to something outside the media dir' };
+    const st = this.statOf(target);
+    if (st === undefined) return { reason: 'a symbolic link to nothing: its target does not exist' };
+    if (st.isFile()) return { st };
+    return { reason: `a symbolic link to ${kindOf(st)}, not to a regular file` };
+  }
+
+  /** An entry not taken: listed and said once while there is room in the list, else only counted. */
+  private skip(scan: Scan, full: string, reason: string): void {
+    const known = this.skippedList.get(full);
+    if (known === undefined && this.skippedList.size >= SKIPPED_LIST_MAX) {
+      scan.more++;
+      return;
+    }
+    scan.skipped.add(full);
+    if (known?.reason === reason) return;
+    const name = path.relative(this.root, full);
+    this.skippedList.set(full, { name, reason });
+    this.options.logger?.warn({ name, reason }, `media dir: will not upload ${quote(name)}: ${reason}`);
+    this.skippedChanged = true;
+  }
+
+  /** After a scan: entries gone or taken now leave the list (unless their folder could not be read); the overflow is said when it starts. */
+  private settleSkipped(scan: Scan, failed: Set<string>): void {
+    for (const full of this.skippedList.keys()) {
+      if (scan.skipped.has(full) || failed.has(path.dirname(full)) || failed.has(this.root)) continue;
+      this.skippedList.delete(full);
+      this.skippedChanged = true;
+    }
+    if (scan.more !== this.skippedMore) {
+      if (this.skippedMore === 0) {
+        this.options.logger?.warn({ more: scan.more, listed: SKIPPED_LIST_MAX }, `media dir: ${scan.more} more entries will not be uploaded (not regular files, or out of scope); only the first ${SKIPPED_LIST_MAX} are named`);
+      }
+      this.skippedMore = scan.more;
+      this.skippedChanged = true;
+    }
+    if (!this.skippedChanged) return;
+    this.skippedChanged = false;
+    try {
+      this.options.onSkipped?.();
+    } catch (err) {
+      this.options.logger?.warn({ err: String(err) }, 'media skipped listener failed');
+    }
+  }
+
+  /** The entries not taken, for `queue` and the status document. */
+  skipped(): SkippedView {
+    return { entries: [...this.skippedList.values()], more: this.skippedMore };
   }
 
   private armSettle(now: number): void {

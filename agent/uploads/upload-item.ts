@@ -35,7 +35,14 @@ export interface UploadProgress {
   parts: number;
   createdAt: number;
   done: PartRun[];
+  /** The file's inode change time when the asset was created: a later attempt goes on only while it is the same (version-check.ts). */
+  ctimeMs?: number;
+  /** The content check (version-check.ts): where each part's sample lies, and the XOR of the sample digests of the parts sent. */
+  check?: { seed: number; sent: string };
 }
+
+/** The same file as queued (path, inode, size, modification time): one item, one asset. */
+export const sameUpload = (a: UploadPayload, b: UploadPayload): boolean => a.path === b.path && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
 
 /** The finished parts as runs, smallest first. */
 export function encodeParts(parts: Iterable<number>): PartRun[] {

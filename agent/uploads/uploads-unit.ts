@@ -1,8 +1,11 @@
 // Media uploads in the daemon: finished clips in the media dir (from the
 // watcher) and files handed over by `c2c-agent upload` (request files in
 // the queue's incoming/ folder) become `upload` items in the outbox, unless
-// the index says they went already or one is queued for the same file. The
-// unit also keeps the figures `status` shows: files and bytes left, rate.
+// the index says they went already or one is queued for the same file. A
+// file the worker found changed while it uploaded comes back the same way,
+// marked to wait: it is queued (a new item, a new asset) once it has held
+// still for the settle time. The unit also keeps the figures `status`
+// shows: files and bytes left, rate, and the media-dir entries skipped.
 import { promises as fs, watch, type FSWatcher } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
@@ -11,16 +14,19 @@ import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
-import { UPLOAD_KIND, bytesDone, type FileIdentity, type UploadPayload } from './upload-item.js';
+import { UPLOAD_KIND, bytesDone, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
+import type { SkippedView } from './media-watcher.js';
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
-  watcher?: { start(): void; stop(): void };
+  watcher?: { start(): void; stop(): void; skipped?(): SkippedView };
   /** The upload window, when one is configured. */
   window?: { start(): Promise<void>; stop(): void };
   index: { load(): Promise<void>; has(f: FileIdentity): boolean };
   outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
   queueDir: string;
+  /** Agent ms a file handed back after a change must hold still before it is queued again (the mediaSettleSeconds setting). */
+  settleMs: number;
   /** The presigned URL files: those no pending upload refers to are removed at start. */
   urls?: { sweep(keep: Set<string>): Promise<number> };
   clock: Clock;
@@ -42,6 +48,14 @@ const INCOMING_POLL_MS = 60_000;
 const INCOMING_COALESCE_MS = 250;
 /** The rate shown is over this much agent time. */
 const RATE_WINDOW_MS = 30_000;
+/** A changed file is looked at no more often than this (agent ms), whatever the settle time: a zero would spin. */
+const SETTLE_LOOK_MIN_MS = 1_000;
+
+/** A file handed back after a change: its (ino, size, mtime, ctime) at the last look. */
+interface Settling {
+  p: UploadPayload;
+  sig?: string;
+}
 
 export class UploadsUnit implements DaemonUnit {
   readonly name = 'uploads';
@@ -51,6 +65,9 @@ export class UploadsUnit implements DaemonUnit {
   private running = false;
   private work: Promise<void> = Promise.resolve();
   private sent: Array<{ at: number; bytes: number }> = [];
+  /** Files to queue once they hold still, by the request file that asked (removed once all are queued or gone). */
+  private readonly settling = new Map<string, Settling[]>();
+  private settleTimer: Timer | undefined;
 
   constructor(private readonly d: UploadsUnitDeps) {}
 
@@ -73,6 +90,8 @@ export class UploadsUnit implements DaemonUnit {
     this.running = false;
     this.timer?.cancel();
     this.soon?.cancel();
+    this.settleTimer?.cancel();
+    this.settleTimer = undefined;
     this.incomingWatch?.close();
     this.d.watcher?.stop();
     this.d.window?.stop();
@@ -98,7 +117,8 @@ export class UploadsUnit implements DaemonUnit {
     const left = pending.reduce((n, i) => n + leftOf(i), 0);
     const now = this.d.clock.now();
     const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
-    return { uploads: { files: pending.length, bytesLeft: left, bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)) } };
+    const skipped = this.d.watcher?.skipped?.();
+    return { uploads: { files: pending.length, bytesLeft: left, bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)), ...(skipped !== undefined && { skipped }) } };
   }
 
   statusText(): string | undefined {
@@ -112,11 +132,7 @@ export class UploadsUnit implements DaemonUnit {
     if (this.d.index.has(p)) return;
     // Before the outbox is replayed, pending() does not yet show what a previous run queued.
     if (!(await this.d.outbox.ready())) return;
-    const same = (i: OutboxItem): boolean => {
-      const q = i.payload as UploadPayload;
-      return q.path === p.path && q.ino === p.ino && q.size === p.size && q.mtimeMs === p.mtimeMs;
-    };
-    if (this.d.outbox.pending(UPLOAD_KIND).some(same)) return;
+    if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
     try {
       await this.d.outbox.put(UPLOAD_KIND, p);
       this.d.logger?.info({ name: p.name, bytes: p.size, channel: p.channelKey }, 'upload queued');
@@ -164,7 +180,12 @@ export class UploadsUnit implements DaemonUnit {
       .catch((err: unknown) => this.d.logger?.warn({ dir, err: String(err) }, 'cannot watch upload requests; looking every minute instead'));
   }
 
-  /** Requests from `c2c-agent upload`: queued, then removed (a crash between the two only queues a duplicate the check above drops). */
+  /**
+   * Requests from `c2c-agent upload`: queued, then removed (a crash between
+   * the two only queues a duplicate the check above drops). A request to
+   * wait (a file that changed while it uploaded) stays until its files
+   * held still and were queued.
+   */
   private async takeIncoming(): Promise<void> {
     const dir = path.join(this.d.queueDir, INCOMING_DIR);
     let names: string[];
@@ -173,13 +194,63 @@ export class UploadsUnit implements DaemonUnit {
     } catch {
       return;
     }
+    let waiting = false;
     for (const name of names) {
       const file = path.join(dir, name);
+      if (this.settling.has(file)) continue;
       const req = await readUploadRequest(file);
+      if (req.kind === 'ok' && req.settle) {
+        this.settling.set(file, req.files.map((p) => ({ p })));
+        waiting = true;
+        continue;
+      }
       if (req.kind === 'ok') for (const p of req.files) await this.queue(p);
       else this.d.logger?.warn({ file, reason: req.reason }, 'ignoring an unreadable upload request');
       await fs.unlink(file).catch(() => undefined);
     }
+    // The first look at a new one now: the file must then hold still for the settle time.
+    if (waiting) await this.lookAtSettling();
+  }
+
+  /** Queues each waiting file that kept its (ino, size, mtime, ctime) since the last look; forgets one that is gone. */
+  private async lookAtSettling(): Promise<void> {
+    for (const [request, files] of this.settling) {
+      for (const f of [...files]) {
+        let st;
+        try {
+          st = await fs.stat(f.p.path);
+        } catch (err) {
+          this.d.logger?.info({ name: f.p.name, code: (err as NodeJS.ErrnoException).code }, 'a changed file is gone before it held still; not uploaded again');
+          files.splice(files.indexOf(f), 1);
+          continue;
+        }
+        if (!st.isFile()) {
+          this.d.logger?.info({ name: f.p.name }, 'a changed file is no longer a regular file; not uploaded again');
+          files.splice(files.indexOf(f), 1);
+          continue;
+        }
+        const sig = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+        if (f.sig !== sig) {
+          f.sig = sig;
+          continue;
+        }
+        await this.queue({ ...f.p, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev });
+        files.splice(files.indexOf(f), 1);
+      }
+      if (files.length === 0) {
+        this.settling.delete(request);
+        await fs.unlink(request).catch(() => undefined);
+      }
+    }
+    this.armSettle();
+  }
+
+  private armSettle(): void {
+    if (!this.running || this.settling.size === 0 || this.settleTimer !== undefined) return;
+    this.settleTimer = this.d.clock.setTimer(() => {
+      this.settleTimer = undefined;
+      this.work = this.work.then(() => this.lookAtSettling());
+    }, Math.max(SETTLE_LOOK_MIN_MS, this.d.settleMs));
   }
 }
 

@@ -1,0 +1,202 @@
+// One upload sends one version of a file, never a mix. A camera may rewrite
+// a clip in place (same size) or keep appending to it while it uploads; the
+// service builds the object from whatever bytes each part carried, so a
+// change between the first part and the last would be stored as a clip that
+// never existed.
+//
+// Two checks, both cheap enough for a Raspberry Pi uploading from an SD card:
+//
+// - The file's metadata, on the descriptor the upload holds open and on the
+//   path (size, modification time, inode change time, inode): before the
+//   first part, after every part, and before the last bytes go. Any write
+//   moves the inode change time, which no program can set back; a file
+//   renamed over the path shows another inode. Two fstat and one stat per
+//   part (parts are megabytes).
+// - A sample of the bytes, for what metadata can miss: FAT and exFAT keep
+//   times to 2 s or 10 ms and have no real inode change time, so a same-size
+//   rewrite whose mtime was set back, or one within a tick, keeps every
+//   number. Each part's sample (its first and last 4 KiB and one 4 KiB block
+//   at a place a per-upload seed picks) is hashed before the part is sent,
+//   and all of them are read again before the last bytes of the upload go:
+//   12 KiB per part, twice, about 0.5 % more reads for the 5 MiB parts the
+//   service hands out, and a few hundred sha256 blocks per GB. Hashing every
+//   part in full and reading the file again at the end would double the
+//   reads (25 to 50 s per GB on an SD card) and cost 10 s or more of sha256
+//   per GB on a Pi 4, which has no crypto instructions. The digests are
+//   combined by XOR, so the progress record keeps 16 hex characters whatever
+//   the part count, and a restart checks the parts sent before it too.
+import { constants, promises as fs, type Stats } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { describeFileType } from '../lib/bounded-read.js';
+
+/** Bytes in each block of a part's sample. */
+export const SAMPLE_BLOCK_BYTES = 4096;
+/** Bytes of each part's digest kept (XORed together; 64 bits tell versions apart). */
+const DIGEST_BYTES = 8;
+
+/** What the checks read of a file: node's Stats fits. */
+export type FileFacts = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs' | 'isFile' | 'isDirectory' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice' | 'isSymbolicLink'>;
+
+export interface OpenFile {
+  stat(): Promise<FileFacts>;
+  read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  close(): Promise<void>;
+}
+
+/** The file operations an upload uses (tests replace them). */
+export interface UploadFiles {
+  /** Opens for reading without blocking (a FIFO must not wedge the upload). */
+  open(file: string): Promise<OpenFile>;
+  stat(file: string): Promise<FileFacts>;
+}
+
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+
+export const nodeUploadFiles: UploadFiles = {
+  open: (file) => fs.open(file, OPEN_FLAGS),
+  stat: (file) => fs.stat(file),
+};
+
+/** The numbers that tell one version of a file from another. */
+export interface Version {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+export const versionOf = (s: FileFacts): Version => ({ dev: s.dev, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs });
+
+/** What changed from `was` to `now`, in words; undefined when nothing did. */
+export function describeChange(was: Version, now: Version): string | undefined {
+  if (now.ino !== was.ino || now.dev !== was.dev) return 'another file was put in its place';
+  if (now.size !== was.size) return `its size changed from ${was.size} to ${now.size} bytes`;
+  if (now.mtimeMs !== was.mtimeMs) return 'its modification time changed';
+  if (now.ctimeMs !== was.ctimeMs) return 'it was written to or its inode changed (inode change time)';
+  return undefined;
+}
+
+/** "a FIFO (named pipe)", "a directory", ... for what is not a regular file (the words bounded reads use). */
+export const describeKind = (st: FileFacts): string => describeFileType(st as Stats);
+
+/** A 32-bit mix of the seed and the part number (murmur3's finalizer): where the part's middle block lies. */
+function mix(seed: number, part: number): number {
+  let h = (seed ^ Math.imul(part + 1, 0x9e3779b1)) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35);
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/** Part `part` ([start, end) of the file)'s sample: [position, length] blocks, in order. */
+export function sampleBlocks(part: number, start: number, end: number, seed: number): Array<[number, number]> {
+  const len = end - start;
+  if (len <= 0) return [];
+  if (len <= 3 * SAMPLE_BLOCK_BYTES) return [[start, len]];
+  const room = len - SAMPLE_BLOCK_BYTES;
+  const middle = start + Math.floor((mix(seed, part) / 2 ** 32) * (room + 1));
+  return [[start, SAMPLE_BLOCK_BYTES], [middle, SAMPLE_BLOCK_BYTES], [end - SAMPLE_BLOCK_BYTES, SAMPLE_BLOCK_BYTES]];
+}
+
+/** Reads up to `length` bytes at `position`; short only at the end of the file. */
+export async function readAt(file: OpenFile, buffer: Buffer, length: number, position: number): Promise<number> {
+  let got = 0;
+  while (got < length) {
+    const { bytesRead } = await file.read(buffer, got, length - got, position + got);
+    if (bytesRead === 0) break;
+    got += bytesRead;
+  }
+  return got;
+}
+
+export const zeroDigest = (): Buffer => Buffer.alloc(DIGEST_BYTES);
+
+export function xorInto(acc: Buffer, d: Buffer): void {
+  for (let i = 0; i < DIGEST_BYTES; i++) acc[i] = (acc[i] as number) ^ (d[i] as number);
+}
+
+/**
+ * The open file an upload reads from, with the version it had when the
+ * upload began. Every sample comes through this descriptor, so a file
+ * renamed over the path cannot slip into them; the path is asked too,
+ * since storage PUTs open it by name (api/storage-body.ts).
+ */
+export class PinnedFile {
+  private constructor(
+    readonly path: string,
+    readonly file: OpenFile,
+    readonly baseline: Version,
+    private readonly files: UploadFiles,
+  ) {}
+
+  /** Opens `path`; throws the open's error, or a NotRegular when it is no regular file (the descriptor closed). */
+  static async open(path: string, files: UploadFiles): Promise<PinnedFile> {
+    const file = await files.open(path);
+    try {
+      const st = await file.stat();
+      if (!st.isFile()) throw new NotRegular(describeKind(st));
+      return new PinnedFile(path, file, versionOf(st), files);
+    } catch (err) {
+      await file.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** What changed since the upload began, on the descriptor or at the path; undefined when nothing did. */
+  async changed(): Promise<string | undefined> {
+    const held = describeChange(this.baseline, versionOf(await this.file.stat()));
+    if (held !== undefined) return held;
+    let at: FileFacts;
+    try {
+      at = await this.files.stat(this.path);
+    } catch (err) {
+      return `it is no longer at its path (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+    }
+    return describeChange(this.baseline, versionOf(at));
+  }
+
+  /** The digest of part `part`'s sample as the file holds it now. */
+  async sample(part: number, start: number, end: number, seed: number): Promise<Buffer> {
+    const hash = createHash('sha256');
+    const head = Buffer.allocUnsafe(4);
+    head.writeUInt32BE(part);
+    hash.update(head);
+    // Its own buffer: two parts are sampled at once.
+    const buf = Buffer.allocUnsafe(SAMPLE_BLOCK_BYTES * 3);
+    for (const [pos, len] of sampleBlocks(part, start, end, seed)) {
+      const n = await readAt(this.file, buf, len, pos);
+      // A short read (the file shrank) hashes differently from the full one.
+      hash.update(buf.subarray(0, n));
+    }
+    return hash.digest().subarray(0, DIGEST_BYTES);
+  }
+
+  /** Every part's sample read again and combined: equal to `sent` when the file still holds what was sent. */
+  async samplesMatch(parts: number, chunk: number, seed: number, sent: Buffer): Promise<boolean> {
+    const acc = zeroDigest();
+    const size = this.baseline.size;
+    for (let i = 0; i < parts; i++) {
+      const start = Math.min(size, i * chunk);
+      xorInto(acc, await this.sample(i, start, Math.min(size, start + chunk), seed));
+    }
+    return acc.equals(sent);
+  }
+
+  close(): Promise<void> {
+    return this.file.close();
+  }
+}
+
+/** The path holds something an upload cannot read as a file. */
+export class NotRegular extends Error {
+  constructor(readonly kind: string) {
+    super(`is ${kind}, not a regular file`);
+  }
+}
+
+/** The file changed while it uploaded: the upload stops and the file goes again once it holds still. */
+export class VersionChanged extends Error {
+  constructor(readonly why: string) {
+    super(`the file changed while it uploaded: ${why}`);
+  }
+}
