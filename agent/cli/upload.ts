@@ -108,7 +108,7 @@ export async function queueDirectly(queueDir: string, files: UploadPayload[], o:
   }
   try {
     const out: Queued[] = [];
-    const puts: Array<Promise<OutboxItem>> = [];
+    const puts: Array<{ entry: Queued; put: Promise<OutboxItem> }> = [];
     for (const f of files) {
       const existing = pendingSame(outbox.pending(UPLOAD_KIND), f);
       if (existing !== undefined) {
@@ -116,14 +116,13 @@ export async function queueDirectly(queueDir: string, files: UploadPayload[], o:
         continue;
       }
       // Put at once (each is pending in memory as soon as it is put), written together by the flush below.
-      const put = outbox.put(UPLOAD_KIND, f);
-      puts.push(put);
       const entry: Queued = { file: f, queued: true };
       out.push(entry);
-      void put.then((item) => (entry.id = item.id), () => undefined);
+      puts.push({ entry, put: outbox.put(UPLOAD_KIND, f) });
     }
     await outbox.flush();
-    const items = await Promise.all(puts);
+    const items = await Promise.all(puts.map((p) => p.put));
+    puts.forEach((p, i) => (p.entry.id = items[i]!.id));
     if (outbox.stats().unwritten > 0) throw fsError(refused ?? Object.assign(new Error('write refused'), { code: 'EIO', syscall: 'write' }), 'write the upload queue', queueDir, o.source);
     const lost = items.find((i) => i.state !== 'pending');
     if (lost !== undefined) {

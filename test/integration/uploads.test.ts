@@ -88,7 +88,13 @@ describe('media uploads', () => {
       const s = await status(rig.dirs, rig.cloud.url, SCALE);
       return (s.json.uploads as { files?: number } | undefined)?.files === 0 ? s : undefined;
     }, 5_000, 100);
-    expect(st.json.uploads).toEqual({ files: 0, bytesLeft: 0, bytesPerSecond: expect.any(Number) });
+    // other/ is no channel's folder: not uploaded, and said so.
+    expect(st.json.uploads).toEqual({
+      files: 0,
+      bytesLeft: 0,
+      bytesPerSecond: expect.any(Number),
+      skipped: { entries: [{ name: 'other', reason: expect.stringMatching(/not a channel's/) }], more: 0 },
+    });
 
     // A restart sends nothing again: no asset, no PUT, in 3 agent minutes of rescans.
     await stop(agent);
