@@ -36,13 +36,14 @@ afterEach(() => {
 
 /**
  * Runs `fn` with a tmpfs of `size` at `dir` (root only: a real EROFS and
- * ENOSPC), unmounted before the rig's dirs are removed. False where the
- * test cannot mount (the unit test in test/uploads/upload-cli.test.ts covers
- * the same with a refusing fs).
+ * ENOSPC), unmounted before the rig's dirs are removed. Where it cannot
+ * mount, the test fails and says so rather than passing without checking
+ * anything (test/uploads/upload-cli.test.ts covers the same with a refusing fs).
  */
 async function withTmpfs(dir: string, size: string, fn: () => Promise<void>): Promise<boolean> {
   mkdirSync(dir, { recursive: true });
-  if (spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir]).status !== 0) return false;
+  const m = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
+  if (m.status !== 0) throw new Error(`cannot mount a tmpfs at ${dir} for a real EROFS/ENOSPC (run the suite as root): ${m.stderr ?? ''}`);
   try {
     await fn();
   } finally {
