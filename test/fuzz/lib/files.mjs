@@ -93,8 +93,10 @@ function makeNode(p, kind) {
   return kind;
 }
 
-const NODE_KINDS = ['missing', 'dir', 'fifo', 'zero', 'null', 'urandom', 'socket', 'loop', 'loop2', 'dangling', 'sparse-1g', 'sparse-20g'];
-const DIR_KINDS = ['file', 'fifo', 'zero', 'null', 'loop', 'dangling', 'socket'];
+/** Device nodes need mknod (root); without it those kinds are left out. */
+const DEVICES = new Set(['zero', 'null', 'urandom']);
+const NODE_KINDS = ['missing', 'dir', 'fifo', 'zero', 'null', 'urandom', 'socket', 'loop', 'loop2', 'dangling', 'sparse-1g', 'sparse-20g'].filter((k) => IS_ROOT || !DEVICES.has(k));
+const DIR_KINDS = ['file', 'fifo', 'zero', 'null', 'loop', 'dangling', 'socket'].filter((k) => IS_ROOT || !DEVICES.has(k));
 
 /** A directory replaced by something else ('file': a regular file). */
 function breakDir(p, kind) {
@@ -380,7 +382,7 @@ const BREAKAGES = [
     return { slot: 'credentials', label: `credentials.json is ${kind}`, apply: (rig) => makeNode(rig.tokenFile, kind), effect: fatalFor(new Set(['check']), [77, 78]) };
   }],
   [2, (rng) => {
-    const kind = rng.pick(['fifo', 'zero', 'null', 'dir', 'sparse-1g', 'loop']);
+    const kind = rng.pick(['fifo', 'zero', 'null', 'dir', 'sparse-1g', 'loop'].filter((k) => IS_ROOT || !DEVICES.has(k)));
     return {
       slot: 'credentials',
       label: `--token-file is ${kind}`,
@@ -394,7 +396,7 @@ const BREAKAGES = [
   }],
   // client secret
   [3, (rng) => {
-    const kind = rng.pick(['fifo', 'zero', 'dir', 'sparse-1g', 'loop', 'dangling', 'empty', 'mode-0644', 'huge']);
+    const kind = rng.pick(['fifo', 'zero', 'dir', 'sparse-1g', 'loop', 'dangling', 'empty', 'mode-0644', 'huge'].filter((k) => IS_ROOT || !DEVICES.has(k)));
     return {
       slot: 'secret',
       label: `client secret is ${kind}`,
@@ -472,7 +474,7 @@ const BREAKAGES = [
   }],
   // the file handed to upload
   [3, (rng) => {
-    const kind = rng.pick(['missing', 'dir', 'fifo', 'zero', 'null', 'socket', 'loop', 'dangling', 'sparse-20g', 'empty']);
+    const kind = rng.pick(['missing', 'dir', 'fifo', 'zero', 'null', 'socket', 'loop', 'dangling', 'sparse-20g', 'empty'].filter((k) => IS_ROOT || !DEVICES.has(k)));
     return {
       slot: 'upload-arg',
       label: `upload argument is ${kind}`,

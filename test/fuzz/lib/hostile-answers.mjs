@@ -366,7 +366,7 @@ export function drawContent(rng, world, route, req, mix) {
     return { status: c.status, headers: withCt(c.ct), body: c.body, quality: 'n/a', label: c.label };
   }
   const family = mix.retryOnly
-    ? rng.weighted([[5, 'retry-status'], [2, 'body'], [route === 'storage' ? 0 : 1, 'unauthorized']])
+    ? rng.weighted([[5, 'retry-status'], [route === 'storage' ? 2 : 0, 'body'], [route === 'storage' ? 0 : 1, 'unauthorized']])
     : rng.weighted([[5, 'status'], [5, 'body'], [1, 'redirect'], [1, 'retry-status']]);
   if (family === 'body') {
     if (!BODY_MATTERS.has(route)) {
@@ -670,6 +670,8 @@ export function checkExits(o) {
 export function retryable(o, route) {
   if (o.kind !== 'answer' || o.slow) return true;
   const s = o.status;
+  // A 2xx whose body is unusable (an upload URL carrying credentials, say) is not in the README's list of what is retried.
+  if (s >= 200 && s < 300) return o.quality === 'ok' || o.quality === 'n/a';
   // A 401 is a token problem at the API; presigned storage takes no token, so there it means nothing a retry fixes.
-  return (s >= 200 && s < 300) || (s === 401 && route !== 'storage') || s === 429 || s >= 500;
+  return (s === 401 && route !== 'storage') || s === 429 || s >= 500;
 }
