@@ -6,7 +6,7 @@
 // not wear the SD card.
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { syncDirectory } from '../lib/atomic-write.js';
+import { removeConfTemps, syncDirectory } from '../lib/atomic-write.js';
 import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { fsError, isFsError } from '../lib/fs-errors.js';
@@ -34,6 +34,9 @@ export async function getClientId(
   // good, a huge file fill memory. Look before it does.
   const dirExisted = checkDirectorySync(settings.stateDir, { what: 'state dir', source });
   checkRegularFileSync(file, { what: 'client id store', maxBytes: READ_LIMITS.small, source });
+  // This store owns its files: conf's temps a kill left behind go as it opens. Only
+  // old ones: another command (pair, upload, the daemon) may be creating the id now.
+  removeConfTemps(settings.stateDir, path.basename(file), 60_000);
   try {
     const store = new Conf<{ clientId?: string }>({
       cwd: settings.stateDir,

@@ -28,7 +28,7 @@ import type { EventBus } from '../core/event-bus.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { loadCredentials, type Credentials } from './credentials.js';
-import { credentialsOf, fileFromGrant, saveCredentials } from './credentials-store.js';
+import { credentialsOf, fileFromGrant, saveCredentials, sweepCredentialTemps } from './credentials-store.js';
 import { refreshDelay } from './refresh-policy.js';
 
 /** refreshed: a new pair is in use; unavailable: nothing to refresh with; refused: the service said no (needs pairing). */
@@ -169,6 +169,12 @@ export class CredentialsTokenSource implements TokenSource {
 
   start(): void {
     this.running = true;
+    // This store owns its file: temps of the credentials a kill left behind go when the
+    // daemon starts (old ones only: `pair` may be writing new credentials right now).
+    if (this.fingerprint !== undefined) {
+      const swept = sweepCredentialTemps(this.settings.tokenFile);
+      if (swept.length > 0) this.d.logger?.info({ files: swept }, `removed ${swept.length} stale temp file(s) of the credentials`);
+    }
     this.arm();
   }
 

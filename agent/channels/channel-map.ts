@@ -9,10 +9,14 @@
 // are found again by external_index), so the directory is not fsynced.
 import path from 'node:path';
 import type Conf from 'conf';
+import { removeConfTemps } from '../lib/atomic-write.js';
 import { checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { AgentError, configError } from '../lib/errors.js';
 
 export const CHANNEL_MAP_STORE = 'channels';
+
+/** A temp file younger than this may be another process's write under way. */
+const OTHERS_TEMP_AGE_MS = 60_000;
 
 export type ChannelMap = Record<string, string>;
 
@@ -23,7 +27,11 @@ interface Stored {
 export class ChannelMapStore {
   private conf: Conf<Stored> | undefined;
 
-  constructor(private readonly stateDir: string) {}
+  constructor(
+    private readonly stateDir: string,
+    /** The daemon (the record's only writer while it holds the lock) sweeps every leftover temp; others only old ones. */
+    private readonly opts: { soleWriter?: boolean; onSwept?: (names: string[]) => void } = {},
+  ) {}
 
   get file(): string {
     return path.join(this.stateDir, `${CHANNEL_MAP_STORE}.json`);
@@ -55,6 +63,9 @@ export class ChannelMapStore {
     // conf reads its file whole with a blocking read: a FIFO there would wedge
     // the daemon, a huge file fill memory. Look before it does.
     checkRegularFileSync(this.file, { what: 'channel record', maxBytes: READ_LIMITS.small });
+    // This store owns its files: conf's temps a kill left behind go as it opens.
+    const swept = removeConfTemps(this.stateDir, path.basename(this.file), this.opts.soleWriter === true ? 0 : OTHERS_TEMP_AGE_MS);
+    if (swept.length > 0) this.opts.onSwept?.(swept);
     this.conf = this.guard('read', () => {
       return new ConfClass<Stored>({
         cwd: this.stateDir,

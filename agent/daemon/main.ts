@@ -3,27 +3,18 @@
 // the runtime dir and its lock, builds the api client, the token source, the
 // controller and the units around it, and owns the process's signals until
 // it exits. The units themselves are built in units.ts.
-import { readdirSync, statSync, unlinkSync } from 'node:fs';
-import path from 'node:path';
 import { ensureDir } from '../lib/ensure-dir.js';
-import { removeStaleTemps } from '../lib/atomic-write.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import type { Settings } from '../config/types.js';
 import type { ClientCredentials } from '../api/oauth.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
-import { sweepCredentialTemps } from '../auth/credentials-store.js';
-import { CLIENT_ID_STORE } from '../auth/client-id.js';
-import { CHANNEL_MAP_STORE } from '../channels/channel-map.js';
-import { UPLOADED_INDEX_FILE } from '../uploads/uploaded-index.js';
-import { UPLOAD_URLS_DIR } from '../uploads/upload-urls.js';
-import { queueDirOf } from '../outbox/location.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { ATTEMPT_FILE, attemptToStartFrom, createAttemptStore, readLastAttempt } from './runtime/attempt-record.js';
 import { procStartOf } from './runtime/proc.js';
-import { acquireRunLock, removeStaleLockTemps } from './runtime/run-lock.js';
+import { acquireRunLock } from './runtime/run-lock.js';
 import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
 import { buildUnits } from './units.js';
@@ -35,54 +26,6 @@ import { readBootId } from '../outbox/outbox.js';
 
 /** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
 const HARD_EXIT_MS = 4_500;
-
-function sweepTemps(dir: string, logger: Logger, swept: string[]): void {
-  if (swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${dir}`);
-}
-
-/**
- * conf (the client id, the channel record) writes through a temp file named
- * `<store>.json.tmp-<suffix>`; a kill between its creation and the rename
- * leaves it on flash for good. The channel record has no writer but the
- * daemon, which holds the lock now; the client id may be being created by a
- * CLI command (pair, upload), so only its old temps go.
- */
-function sweepConfTemps(stateDir: string): string[] {
-  const minAgeMs = new Map([
-    [`${CHANNEL_MAP_STORE}.json`, 0],
-    [`${CLIENT_ID_STORE}.json`, 60_000],
-  ]);
-  const removed: string[] = [];
-  let names: string[] = [];
-  try {
-    names = readdirSync(stateDir);
-  } catch {
-    return removed;
-  }
-  for (const name of names) {
-    const m = /^(.+\.json)\.tmp-[0-9a-z]+$/i.exec(name);
-    const age = m ? minAgeMs.get(m[1] as string) : undefined;
-    if (age === undefined) continue;
-    try {
-      const file = path.join(stateDir, name);
-      if (age > 0 && Date.now() - statSync(file).mtimeMs < age) continue;
-      unlinkSync(file);
-      removed.push(name);
-    } catch {
-      // Gone meanwhile: nothing to do.
-    }
-  }
-  return removed;
-}
-
-function removeTempsQuietly(dir: string, prefix?: string): string[] {
-  try {
-    return removeStaleTemps(dir, prefix === undefined ? {} : { prefix });
-  } catch {
-    // An unlistable dir shows up as soon as we write to it; nothing to add here.
-    return [];
-  }
-}
 
 /**
  * The client id and secret a refresh sends, read once when first needed. No
@@ -124,16 +67,8 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     // 75: try again later; the other daemon already keeps this camera online.
     throw new AgentError('conflict', `another c2c-agent run is active (pid ${lock.owner.pid}); stop it first (systemctl stop c2c-agent) or see it with c2c-agent status`);
   }
-  // Holding the lock, we are the only writer here: temp files are leftovers of a
-  // kill -9, and RuntimeDirectoryPreserve=yes would keep them across restarts.
-  sweepTemps(settings.runtimeDir, logger, [...removeTempsQuietly(settings.runtimeDir), ...removeStaleLockTemps(settings.runtimeDir)]);
+  if (lock.swept !== undefined && lock.swept.length > 0) logger.info({ files: lock.swept }, `removed ${lock.swept.length} stale temp file(s) from ${settings.runtimeDir}`);
 
-  const fileBased = settings.token === undefined || settings.token === '';
-  if (fileBased) sweepTemps(path.dirname(settings.tokenFile), logger, sweepCredentialTemps(settings.tokenFile));
-  sweepTemps(settings.stateDir, logger, sweepConfTemps(settings.stateDir));
-  // The upload index and the upload URL files have no writer but the daemon, which holds the lock now.
-  sweepTemps(settings.stateDir, logger, removeTempsQuietly(settings.stateDir, UPLOADED_INDEX_FILE));
-  sweepTemps(settings.stateDir, logger, removeTempsQuietly(path.join(queueDirOf(settings.stateDir), UPLOAD_URLS_DIR)));
   const logWriteError = (what: string) => (err: unknown) => logger.warn({ err: String(err) }, `cannot write ${what} in ${settings.runtimeDir}`);
   const attempts = createAttemptStore(settings.runtimeDir, settings.timeScale, logWriteError('last heartbeat time'));
   const lastRead = readLastAttempt(settings.runtimeDir, settings.timeScale);

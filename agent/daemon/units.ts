@@ -66,7 +66,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   );
 
   const specs = i.profile.channels;
-  const channelMap = new ChannelMapStore(settings.stateDir);
+  const channelMap = new ChannelMapStore(settings.stateDir, { soleWriter: true, onSwept: (files) => logger.info({ files }, `removed ${files.length} stale temp file(s) of the channel record`) });
   const detector = new ChannelDetector({
     specs,
     hostRoot: settings.hostRoot,

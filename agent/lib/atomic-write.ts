@@ -46,6 +46,43 @@ export function removeStaleTemps(dir: string, opts: { prefix?: string; olderThan
   return removed;
 }
 
+/**
+ * conf (through `atomically`) writes a store `<name>.json` through
+ * `<name>.json.tmp-<suffix>`; a kill between its creation and the rename
+ * leaves that file on flash for good. Removes the ones of `storeFile` in
+ * `dir` (older than `olderThanMs` where another process may be writing).
+ */
+export function removeConfTemps(dir: string, storeFile: string, olderThanMs = 0): string[] {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return removed; // an unlistable dir shows up as soon as the store is written
+  }
+  for (const name of names) {
+    if (!name.startsWith(`${storeFile}.tmp-`)) continue;
+    try {
+      const file = path.join(dir, name);
+      if (olderThanMs > 0 && Date.now() - statSync(file).mtimeMs < olderThanMs) continue;
+      unlinkSync(file);
+      removed.push(name);
+    } catch {
+      // Gone meanwhile: nothing to do.
+    }
+  }
+  return removed;
+}
+
+/** removeStaleTemps for a store that sweeps as it opens: a dir it cannot list is the write's problem to report, not this. */
+export function sweepOwnTemps(dir: string, opts: { prefix?: string; olderThanMs?: number } = {}): string[] {
+  try {
+    return removeStaleTemps(dir, opts);
+  } catch {
+    return [];
+  }
+}
+
 export async function writeFileAtomic(file: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
   const { mode = 0o600, durable = true } = options;
   const dir = path.dirname(file);

@@ -6,7 +6,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { MAX_RESPONSE_BYTES } from '../api/transport.js';
-import { writeFileAtomic } from '../lib/atomic-write.js';
+import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';
 import { readBoundedText } from '../lib/bounded-read.js';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { registerSecret } from '../lib/secrets.js';
@@ -17,7 +17,16 @@ export const UPLOAD_URLS_DIR = 'uploads';
 const MAX_FILE_BYTES = 2 * MAX_RESPONSE_BYTES;
 
 export class UploadUrls {
+  private swept = false;
+
   constructor(private readonly queueDir: string) {}
+
+  /** This store owns its files: the daemon, their only writer, sweeps the temps a kill left behind on first use. */
+  private sweepTemps(): string[] {
+    if (this.swept) return [];
+    this.swept = true;
+    return sweepOwnTemps(path.join(this.queueDir, UPLOAD_URLS_DIR));
+  }
 
   private file(assetId: string): string {
     // The id comes from the service: only its safe characters make the name.
@@ -25,12 +34,14 @@ export class UploadUrls {
   }
 
   async save(assetId: string, urls: string[]): Promise<void> {
+    this.sweepTemps();
     await ensureDir(path.join(this.queueDir, UPLOAD_URLS_DIR));
     await writeFileAtomic(this.file(assetId), `${JSON.stringify(urls)}\n`, { mode: 0o600, durable: true });
   }
 
   /** The URLs, or undefined when the file is gone or unreadable (the upload then starts over with a new asset). */
   async load(assetId: string): Promise<string[] | undefined> {
+    this.sweepTemps();
     try {
       const urls: unknown = JSON.parse(await readBoundedText(this.file(assetId), { what: 'upload URL list', maxBytes: MAX_FILE_BYTES }));
       if (!Array.isArray(urls) || urls.length === 0 || !urls.every((u) => typeof u === 'string')) return undefined;

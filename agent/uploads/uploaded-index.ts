@@ -13,7 +13,7 @@
 // when an upload finishes, never on a healthy start.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { writeFileAtomic } from '../lib/atomic-write.js';
+import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';
 import { readBoundedText, TOO_LARGE } from '../lib/bounded-read.js';
 import { AgentError } from '../lib/errors.js';
 import { errnoOf, fsError } from '../lib/fs-errors.js';
@@ -95,6 +95,10 @@ export class UploadedIndex {
   }
 
   async load(): Promise<void> {
+    // This store owns its file: the daemon, its only writer, loads it once at start,
+    // so any temp of it a kill left behind is stale.
+    const swept = sweepOwnTemps(this.stateDir, { prefix: UPLOADED_INDEX_FILE });
+    if (swept.length > 0) this.options.logger?.info({ files: swept }, `removed ${swept.length} stale temp file(s) of the upload index`);
     let text: string;
     try {
       text = await readBoundedText(this.file, { what: 'upload index', maxBytes: MAX_FILE_BYTES });

@@ -5,6 +5,7 @@
 // the kernel has since given to another process) is taken over, not obeyed.
 import { linkSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { sweepOwnTemps } from '../../lib/atomic-write.js';
 import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
 import { configError } from '../../lib/errors.js';
 import { procStartOf, procStatOf, type ProcStat } from './proc.js';
@@ -16,7 +17,7 @@ export interface LockOwner {
   procStart?: string;
 }
 
-export type LockResult = { kind: 'acquired'; release: () => void } | { kind: 'held'; owner: LockOwner };
+export type LockResult = { kind: 'acquired'; release: () => void; /** Stale temp files removed from the runtime dir on taking it. */ swept?: string[] } | { kind: 'held'; owner: LockOwner };
 
 /** How processAlive looks at a pid; injectable, so each case can be tested without staging it. */
 export interface ProcProbe {
@@ -80,7 +81,11 @@ function unlinkQuietly(file: string): void {
 
 export function acquireRunLock(runtimeDir: string, me: LockOwner = { pid: process.pid, ...optionalStart(process.pid) }): LockResult {
   try {
-    return takeLock(runtimeDir, me);
+    const r = takeLock(runtimeDir, me);
+    // Holding the lock, we are the only writer here: temp files are leftovers of a
+    // kill -9, and RuntimeDirectoryPreserve=yes would keep them across restarts.
+    if (r.kind === 'acquired') r.swept = [...sweepOwnTemps(runtimeDir), ...removeStaleLockTemps(runtimeDir)];
+    return r;
   } catch (err) {
     // A runtime dir we cannot write is a setting to fix (exit 78), not a bug.
     const code = (err as NodeJS.ErrnoException).code;
