@@ -96,11 +96,13 @@ export function errorForStatus(ctx: StatusContext): AgentError {
 }
 
 /**
- * An answer no endpoint of the service or of storage gives as its answer: a
- * 1xx (101 Switching Protocols from a misconfigured proxy or a captive portal
- * above all). Interim 1xx (100, 102, 103) before a real answer are not this:
- * HTTP lets any request meet them (RFC 9110, 15.2), Node reads past them, and
- * the final answer and the request's time limit decide.
+ * An answer no endpoint of the service or of storage gives: a 1xx other than
+ * 100 Continue (101 Switching Protocols from a misconfigured proxy or a
+ * captive portal above all, but also 102 or 103). HTTP would let a client
+ * read past an interim 102 or 103 to a final answer (RFC 9110, 15.2); neither
+ * the service nor storage sends them, so one means something else stands in
+ * the way, and the agent says so at once (exit 76) rather than wait out the
+ * request's time limit for an answer that may never come.
  */
 export function unexpectedAnswer(what: string, status: number): AgentError {
   return new AgentError('protocol', `${what}: answered HTTP ${status}, which neither the service nor storage sends (a proxy or captive portal in the way?); refused`, { status, source: what });
@@ -118,6 +120,19 @@ export function refuseUpgrade(req: NodeJS.EventEmitter, what: string, refuse: (e
   req.on('upgrade', (res: IncomingMessage, socket: Duplex) => {
     socket.destroy();
     refuse(unexpectedAnswer(what, res.statusCode ?? 101));
+  });
+}
+
+/**
+ * Refuses an interim 1xx other than 100 on Node's ClientRequest ('information'
+ * is emitted for every 1xx but 101): the request is destroyed with its socket
+ * and fails at once as a protocol error.
+ */
+export function refuseInterim(req: { on(event: 'information', fn: (info: { statusCode: number }) => void): unknown; destroy(): unknown }, what: string, refuse: (e: AgentError) => void): void {
+  req.on('information', (info) => {
+    if (info.statusCode === 100) return;
+    refuse(unexpectedAnswer(what, info.statusCode));
+    req.destroy();
   });
 }
 

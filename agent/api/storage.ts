@@ -12,7 +12,7 @@ import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { oneLine, quote } from '../lib/text.js';
 import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../lib/timing.js';
-import { networkError, refuseUpgrade } from './http-errors.js';
+import { networkError, refuseInterim, refuseUpgrade } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
@@ -270,6 +270,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
       });
       // A 101 is no storage answer: without this, got would never settle the PUT.
       refuseUpgrade(stream, what, fail);
+      stream.once('request', (req: http.ClientRequest) => refuseInterim(req, what, fail));
       stream.once('response', (res: http.IncomingMessage & { headers: HeaderBag }) => {
         const status = res.statusCode ?? 0;
         const parts: Buffer[] = [];

@@ -12,7 +12,7 @@ import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
-import { errorForStatus, networkError, refuseUpgrade, unexpectedAnswer } from './http-errors.js';
+import { errorForStatus, networkError, refuseInterim, refuseUpgrade, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
@@ -230,6 +230,7 @@ export function createTransport(options: TransportOptions): Transport {
       // Ahead of got's own listener, which reports the first progress before returning.
       req.prependListener('response', (r: http.IncomingMessage) => (answer = r));
       refuseUpgrade(req, what, (refused) => stop({ refused }));
+      refuseInterim(req, what, (refused) => stop({ refused }));
     });
     call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
       if (p.transferred <= MAX_RESPONSE_BYTES && (p.total ?? 0) <= MAX_RESPONSE_BYTES) return;

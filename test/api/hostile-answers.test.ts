@@ -3,9 +3,9 @@
 // - an error page larger than the size cap: the status decides the kind (a
 //   503 stays temporary, a 404 stays not-found); only a 2xx that is too
 //   large is a protocol error;
-// - 101 Switching Protocols: a protocol error at once, whether the connection
-//   stays open or closes, and no socket outlives the request (interim 1xx
-//   before a real answer are HTTP as usual: the final answer decides);
+// - 101 Switching Protocols, or any other 1xx but 100 Continue: a protocol
+//   error at once, whether the connection stays open or closes, and no
+//   socket outlives the request;
 // - a 2xx without the body the caller needs: a protocol error.
 // Over got (the service transport), over a wire (the fleet simulator) and for
 // presigned storage PUTs.
@@ -174,24 +174,30 @@ describe('cause 4: an answer the contract does not expect is a protocol error', 
     expect(err).toMatchObject({ kind: 'protocol' });
   });
 
-  test('interim 1xx (102 Processing, 103 Early Hints) before a real answer are read past: the final answer decides', async () => {
+  test('an interim 102 or 103 is no answer of the service: a protocol error at once, whatever follows, and no socket kept', async () => {
     const a = api();
     handler = (_req, res) => {
       res.writeProcessing();
-      res.writeEarlyHints({ link: '</x.css>; rel=preload; as=style' });
       res.writeHead(503, { 'content-type': 'text/html' }).end('<html>down</html>');
     };
-    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'server', details: { status: 503 } });
+    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol', exitCode: 76, details: { status: 102 } });
     handler = (_req, res) => {
       res.writeEarlyHints({ link: '</x.css>; rel=preload; as=style' });
       res.writeHead(204).end();
     };
-    await expect(a.heartbeat()).resolves.toMatchObject({ meta: { status: 204 } });
+    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol', details: { status: 103 } });
+    // Nothing after it: still at once, not at the time limit.
+    handler = (_req, res) => res.writeProcessing();
+    expect(await failure(api().health(undefined, 30_000))).toMatchObject({ kind: 'protocol', exitCode: 76 });
+    await until(() => open.size === 0);
   });
 
-  test('an interim 102 and then nothing is cut by the time limit (network, 69), as any silent answer', async () => {
-    handler = (_req, res) => res.writeProcessing();
-    expect(await failure(api().health(undefined, 300))).toMatchObject({ kind: 'network', exitCode: 69, details: { code: 'ETIMEDOUT' } });
+  test('100 Continue is read past as HTTP intends', async () => {
+    handler = (_req, res) => {
+      res.writeContinue();
+      res.writeHead(204).end();
+    };
+    await expect(api().heartbeat()).resolves.toMatchObject({ meta: { status: 204 } });
   });
 
   test('repeated 101s on kept-open connections leave no socket behind', async () => {
