@@ -85,11 +85,20 @@ if (tooOld !== undefined) {
     fail(err, { json: argv.includes('--json') });
     process.exit(1);
   });
+  let settled = false;
+  // A command whose work was lost (a promise nothing will ever settle: the way a
+  // 101 once made `check` exit 0 having verified nothing) must not pass for a
+  // success when the event loop runs dry: that is a bug, and it says so.
+  process.once('beforeExit', () => {
+    if (!settled) process.exitCode = fail(new Error('the command ended without an outcome'), { json: argv.includes('--json') });
+  });
   main(argv).then(
     (code) => {
+      settled = true;
       process.exitCode = code;
     },
     (err: unknown) => {
+      settled = true;
       // Before parsing succeeded we cannot know the command took --json; the literal flag is the best hint.
       process.exitCode = fail(err, { json: argv.includes('--json') });
     },
