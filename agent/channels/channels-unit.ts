@@ -9,6 +9,7 @@
 import type { DeviceChannel, Device } from '../api/types.js';
 import type { ChannelSpec } from '../config/types.js';
 import type { DaemonUnit } from '../core/unit.js';
+import type { StatusSections } from '../core/status-document.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
@@ -88,7 +89,7 @@ export class ChannelsUnit implements DaemonUnit {
     this.known = Object.keys(map).sort();
   }
 
-  report(): Record<string, unknown> {
+  report(): Pick<Partial<StatusSections>, 'channels'> {
     if (this.d.specs.length === 0) return {};
     return { channels: { detected: [...this.detected].sort(), known: this.known ?? null, pendingSyncs: this.d.outbox.unsettled(CHANNEL_SYNC_KIND) } };
   }

@@ -6,16 +6,16 @@
 // daemon adds what only it knows (in flight, attempts) through status.json.
 import { loadSettings } from '../config/settings.js';
 import { readStatus } from '../daemon/runtime/status-file.js';
-import { processAlive } from '../daemon/runtime/run-lock.js';
+import { daemonRuns } from '../daemon/runtime/run-lock.js';
+import type { OutboxSection, SkippedSection } from '../core/status-document.js';
 import { EXIT } from '../lib/errors.js';
 import { formatDuration } from '../lib/text.js';
 import { readQueueOf } from '../outbox/reader.js';
-import type { DispatcherView } from '../outbox/dispatcher.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
-import { UPLOAD_KIND, uploadView } from '../uploads/upload-item.js';
-import { SKIPPED_LIST_MAX, type SkippedEntry, type SkippedView } from '../uploads/media-watcher.js';
+import { UPLOAD_KIND, uploadView, type UploadView } from '../uploads/upload-item.js';
+import { SKIPPED_LIST_MAX } from '../uploads/media-watcher.js';
 import { formatBytes, oneLine, quote } from '../lib/text.js';
 
 export const usage = 'queue [--json]';
@@ -38,26 +38,32 @@ export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
   return [...open, ...done];
 }
 
+/** What `queue` takes from the daemon's outbox section: which items run, and their attempts. */
+export type DaemonQueueView = Pick<OutboxSection, 'inFlight' | 'attempts'>;
+
 /** What only a running daemon knows: in flight and attempts (the outbox), and the media-dir entries it skips. */
-function daemonView(runtimeDir: string): { view: DispatcherView; skipped: SkippedView | undefined } | undefined {
+function daemonView(runtimeDir: string): { view: DaemonQueueView; skipped: SkippedSection | undefined } | undefined {
   const read = readStatus(runtimeDir);
-  if (read.kind !== 'ok' || read.snapshot.state === 'stopped' || !processAlive(read.snapshot.pid, read.snapshot.procStart)) return undefined;
-  const snap = read.snapshot as { outbox?: DispatcherView; uploads?: { skipped?: unknown } };
-  return { view: snap.outbox ?? { inFlight: [], attempts: {}, waitingUntil: undefined }, skipped: skippedOf(snap.uploads?.skipped) };
+  if (read.kind !== 'ok' || !daemonRuns(read.doc)) return undefined;
+  const { outbox, uploads } = read.doc;
+  // The document was checked when read (core/status-document.ts); the list is capped here too, so a hand-made file cannot flood the screen.
+  const skipped = uploads?.skipped && { entries: uploads.skipped.entries.slice(0, SKIPPED_LIST_MAX), more: uploads.skipped.more };
+  return { view: outbox ?? { inFlight: [], attempts: {} }, skipped };
 }
 
-/** The status document's skipped list, kept only as far as it has the shape the daemon writes. */
-function skippedOf(v: unknown): SkippedView | undefined {
-  const s = v as { entries?: unknown; more?: unknown } | null | undefined;
-  if (s === null || typeof s !== 'object' || !Array.isArray(s.entries)) return undefined;
-  const entries = s.entries
-    .filter((e): e is SkippedEntry => e !== null && typeof e === 'object' && typeof (e as SkippedEntry).name === 'string' && typeof (e as SkippedEntry).reason === 'string')
-    .slice(0, SKIPPED_LIST_MAX)
-    .map((e) => ({ name: e.name, reason: e.reason }));
-  return { entries, more: typeof s.more === 'number' && Number.isSafeInteger(s.more) && s.more > 0 ? s.more : 0 };
+/** One item as `queue` lists it (`--json` prints these). */
+export interface ShownItem {
+  id: string;
+  kind: string;
+  state: OutboxItem['state'] | 'in flight';
+  createdAt: string;
+  upload?: UploadView;
+  reason?: string;
+  attempts?: number;
+  lastError?: string;
 }
 
-export function shown(item: OutboxItem, view: DispatcherView | undefined): Record<string, unknown> {
+export function shown(item: OutboxItem, view: DaemonQueueView | undefined): ShownItem {
   // The daemon's view is rewritten at most once a second: an item the disk already shows ended is not in flight.
   const running = item.state === 'pending' && (view?.inFlight.includes(item.id) ?? false);
   const attempts = view?.attempts[item.id];
@@ -99,11 +105,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     lines.push(`dropped by the cap: ${dropped.length === 0 ? 'none' : dropped.map(([k, n]) => `${n} ${k}`).join(', ')}; corrupt segments moved aside: ${stats.quarantined}`);
     if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${stats.unwritten} records`);
     for (const i of listed) {
-      const u = i.upload as ReturnType<typeof uploadView>;
+      const u = i.upload;
       const what = u !== undefined
         ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}`
-        : `${String(i.state).padEnd(9)} ${String(i.kind)} ${String(i.id)} since ${String(i.createdAt)}`;
-      lines.push(`  ${what}${i.reason ? `: ${String(i.reason)}` : ''}${i.attempts ? ` (${String(i.attempts)} attempts, last: ${String(i.lastError)})` : ''}`);
+        : `${i.state.padEnd(9)} ${i.kind} ${i.id} since ${i.createdAt}`;
+      lines.push(`  ${what}${i.reason ? `: ${i.reason}` : ''}${i.attempts ? ` (${i.attempts} attempts, last: ${i.lastError ?? ''})` : ''}`);
     }
     if (skipped !== undefined && skipped.entries.length + skipped.more > 0) {
       lines.push(`skipped in the media dir (not uploaded): ${skipped.entries.length + skipped.more} entr${skipped.entries.length + skipped.more === 1 ? 'y' : 'ies'}`);

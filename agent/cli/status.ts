@@ -5,8 +5,8 @@ import { loadSettings } from '../config/settings.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
-import { processAlive } from '../daemon/runtime/run-lock.js';
-import type { DaemonSnapshot } from '../core/state.js';
+import { daemonRuns } from '../daemon/runtime/run-lock.js';
+import type { ChannelsSection, OutboxSection, StatusDocument } from '../core/status-document.js';
 import { NEEDS_PAIRING_LINE } from '../daemon/snapshot.js';
 import { formatDuration, oneLine } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
@@ -16,17 +16,12 @@ import { describeOffset } from './check-report.js';
 export const usage = 'status [--json] [--runtime-dir DIR]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
 
-/** The daemon behind a status file is alive: its pid exists and is still the same process. */
-export function daemonAlive(snap: DaemonSnapshot): boolean {
-  return snap.state !== 'stopped' && processAlive(snap.pid, snap.procStart);
-}
-
 function ago(mono: number, now: number): string {
   const d = now - mono;
   return d >= 0 ? `${formatDuration(d)} ago` : `in ${formatDuration(-d)}`;
 }
 
-function humanBlock(s: DaemonSnapshot, now: number): string[] {
+function humanBlock(s: StatusDocument, now: number): string[] {
   const lines = [`state:       ${s.state}${s.reason ? ` (${s.reason})` : ''}, since ${s.since.at} (${ago(s.since.monotonic, now)})`];
   if (s.state === 'needs-pairing') lines.unshift(NEEDS_PAIRING_LINE);
   if (s.device) {
@@ -42,10 +37,8 @@ function humanBlock(s: DaemonSnapshot, now: number): string[] {
   else if (s.nextCheck) lines.push(`next:        ${s.state === 'needs-pairing' ? 'credentials check' : 'device check (GET /v2/devices/me)'} ${ago(s.nextCheck.monotonic, now)}`);
   lines.push(`failures:    ${s.consecutiveFailures} in a row`);
   const rl = s.rateLimit;
-  const ch = (s as { channels?: { detected?: string[]; known?: string[] | null; pendingSyncs?: number } }).channels;
-  if (ch) lines.push(`channels:    ${channelSummary(ch)}`);
-  const q = (s as { outbox?: { byKind?: Record<string, Record<string, { items: number }>> } }).outbox;
-  if (q?.byKind) lines.push(`queue:       ${queueSummary(q.byKind)}`);
+  if (s.channels) lines.push(`channels:    ${channelSummary(s.channels)}`);
+  if (s.outbox) lines.push(`queue:       ${queueSummary(s.outbox.byKind)}`);
   if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
     lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
   }
@@ -58,14 +51,14 @@ function humanBlock(s: DaemonSnapshot, now: number): string[] {
 }
 
 /** "video, audio detected; 2 known to the service; no sync pending" */
-function channelSummary(ch: { detected?: string[]; known?: string[] | null; pendingSyncs?: number }): string {
-  const detected = ch.detected && ch.detected.length > 0 ? `${ch.detected.join(', ')} detected` : 'none detected';
-  const known = ch.known === null || ch.known === undefined ? 'not synced with the service yet' : `${ch.known.length} known to the service`;
+function channelSummary(ch: ChannelsSection): string {
+  const detected = ch.detected.length > 0 ? `${ch.detected.join(', ')} detected` : 'none detected';
+  const known = ch.known === null ? 'not synced with the service yet' : `${ch.known.length} known to the service`;
   const pending = ch.pendingSyncs ? `${ch.pendingSyncs} sync pending` : 'no sync pending';
   return `${detected}; ${known}; ${pending}`;
 }
 
-function queueSummary(byKind: Record<string, Record<string, { items: number }>>): string {
+function queueSummary(byKind: OutboxSection['byKind']): string {
   const pending = Object.values(byKind).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
   const dead = Object.values(byKind).reduce((n, k) => n + (k.dead?.items ?? 0), 0);
   return `${pending} pending${dead > 0 ? `, ${dead} dead-lettered (see c2c-agent queue)` : ''}`;
@@ -88,9 +81,9 @@ export async function run(ctx: CommandContext): Promise<number> {
       extra: { running: false, statusFile: file },
     });
   }
-  const snap = read.snapshot;
+  const snap = read.doc;
   const now = new SystemClock(snap.timeScale > 0 ? snap.timeScale : 1).now();
-  if (!daemonAlive(snap)) {
+  if (!daemonRuns(snap)) {
     const message =
       snap.state === 'stopped'
         ? `daemon not running (stopped at ${snap.since.at})`

@@ -5,6 +5,7 @@
 // unit can be built, tested and thrown away without side effects.
 import type { EventBus } from './event-bus.js';
 import type { DaemonSnapshot } from './state.js';
+import type { StatusSections } from './status-document.js';
 
 export interface DaemonUnit {
   /** For logs: 'status-file', 'watchdog', ... */
@@ -15,8 +16,8 @@ export interface DaemonUnit {
   stop(): Promise<void>;
   /** Every change the controller publishes; `transition` is true when the state itself changed. */
   onSnapshot?(snap: DaemonSnapshot, transition: boolean): void;
-  /** Facts for status.json beside the controller's snapshot (no secrets): `{ channels: {...} }`. */
-  report?(): Record<string, unknown>;
+  /** Its own section of status.json beside the controller's snapshot (status-document.ts; no secrets): `{ channels: {...} }`, or `{}`. */
+  report?(): Partial<StatusSections>;
   /** A few words for the STATUS= line while there is something to say ("uploading 3 files, 1.2 GB left"). */
   statusText?(): string | undefined;
 }

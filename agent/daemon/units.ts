@@ -32,6 +32,7 @@ import { StatusPublisher } from './runtime/status-publisher.js';
 import type { SystemdNotifier } from './systemd/notify.js';
 import { Watchdog } from './systemd/watchdog.js';
 import type { DaemonUnit } from '../core/unit.js';
+import type { StatusSections } from '../core/status-document.js';
 import { queueDirOf } from '../outbox/location.js';
 
 export interface UnitsInput {
@@ -61,7 +62,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     i.notifier,
     clock,
     bus,
-    () => Object.assign({}, ...units.map((u) => u.report?.() ?? {})),
+    () => units.reduce<Partial<StatusSections>>((doc, u) => ({ ...doc, ...u.report?.() }), {}),
     () => units.flatMap((u) => u.statusText?.() ?? []),
   );
 

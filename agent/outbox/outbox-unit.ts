@@ -5,6 +5,7 @@
 import type { Logger } from '../lib/logger.js';
 import type { DaemonSnapshot, DaemonState } from '../core/state.js';
 import type { DaemonUnit } from '../core/unit.js';
+import type { StatusSections } from '../core/status-document.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { Dispatcher } from './dispatcher.js';
 import type { Outbox } from './outbox.js';
@@ -75,7 +76,7 @@ export class OutboxUnit implements DaemonUnit {
     return this.dispatcher.view().inFlight;
   }
 
-  report(): Record<string, unknown> {
+  report(): Pick<Partial<StatusSections>, 'outbox'> {
     const stats = safe(() => this.outbox.stats(), undefined);
     return stats === undefined ? {} : { outbox: { ...stats, ...this.dispatcher.view() } };
   }

@@ -12,6 +12,7 @@ import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../core/unit.js';
+import type { StatusSections, UploadsSection } from '../core/status-document.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { UPLOAD_KIND, bytesDone, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
@@ -112,20 +113,25 @@ export class UploadsUnit implements DaemonUnit {
     this.d.changed();
   }
 
-  report(): Record<string, unknown> {
+  report(): Pick<Partial<StatusSections>, 'uploads'> {
+    return { uploads: this.figures() };
+  }
+
+  statusText(): string | undefined {
+    const u = this.figures();
+    if (u.files === 0) return undefined;
+    const rate = u.bytesPerSecond > 0 ? `, ${formatBytes(u.bytesPerSecond)}/s` : '';
+    return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}`;
+  }
+
+  /** The figures `status` shows, for the status document and the STATUS= line alike. */
+  private figures(): UploadsSection {
     const pending = this.d.outbox.pending(UPLOAD_KIND);
     const left = pending.reduce((n, i) => n + leftOf(i), 0);
     const now = this.d.clock.now();
     const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
     const skipped = this.d.watcher?.skipped?.();
-    return { uploads: { files: pending.length, bytesLeft: left, bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)), ...(skipped !== undefined && { skipped }) } };
-  }
-
-  statusText(): string | undefined {
-    const u = (this.report() as { uploads: { files: number; bytesLeft: number; bytesPerSecond: number } }).uploads;
-    if (u.files === 0) return undefined;
-    const rate = u.bytesPerSecond > 0 ? `, ${formatBytes(u.bytesPerSecond)}/s` : '';
-    return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}`;
+    return { files: pending.length, bytesLeft: left, bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)), ...(skipped !== undefined && { skipped }) };
   }
 
   private async queue(p: UploadPayload): Promise<void> {

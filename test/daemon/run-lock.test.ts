@@ -4,11 +4,9 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
-import { acquireRunLock, LOCK_FILE, processAlive, removeStaleLockTemps, type ProcProbe } from '../../agent/daemon/runtime/run-lock.js';
+import { acquireRunLock, daemonRuns, LOCK_FILE, processAlive, removeStaleLockTemps, runningDaemon, type ProcProbe } from '../../agent/daemon/runtime/run-lock.js';
 import { procStartOf, procStatOf } from '../../agent/daemon/runtime/proc.js';
-import { daemonAlive } from '../../agent/cli/status.js';
 import { AgentError } from '../../agent/lib/errors.js';
-import type { DaemonSnapshot } from '../../agent/core/state.js';
 import { crashHandler, ignoreSignals } from '../../agent/daemon/process-guards.js';
 import { createLogger } from '../../agent/lib/logger.js';
 
@@ -119,12 +117,42 @@ describe('processAlive', () => {
       expect(stat?.state).toBe('Z');
       expect(() => process.kill(pid, 0)).not.toThrow();
       expect(processAlive(pid, stat?.start)).toBe(false);
-      expect(daemonAlive({ state: 'online', pid, procStart: stat?.start } as DaemonSnapshot)).toBe(false);
+      expect(daemonRuns({ state: 'online', pid, ...(stat && { procStart: stat.start }) })).toBe(false);
       writeFileSync(lockFile(), JSON.stringify({ pid, procStart: stat?.start }));
       expect(acquireRunLock(dir).kind).toBe('acquired');
     } finally {
       parent.kill('SIGKILL');
     }
+  });
+});
+
+describe('daemonRuns: the one answer for the lock, status and queue', () => {
+  const probe = (signal: ReturnType<ProcProbe['signal']>, stat?: { state: string; start: string }): ProcProbe => ({ signal: () => signal, stat: () => stat });
+  const live = probe('ok', { state: 'S', start: '100' });
+
+  it('a live pid with the recorded start time runs; a reused pid, a gone one or a document that says stopped does not', () => {
+    expect(daemonRuns({ pid: 7, procStart: '100' }, live)).toBe(true);
+    expect(daemonRuns({ pid: 7, procStart: '100', state: 'online' }, live)).toBe(true);
+    expect(daemonRuns({ pid: 7, procStart: '100', state: 'needs-pairing' }, live)).toBe(true);
+    expect(daemonRuns({ pid: 7, procStart: '99', state: 'online' }, live)).toBe(false);
+    expect(daemonRuns({ pid: 7, procStart: '100', state: 'online' }, probe('gone'))).toBe(false);
+    // Its last word: the pid may linger a moment while the process exits.
+    expect(daemonRuns({ pid: 7, procStart: '100', state: 'stopped' }, live)).toBe(false);
+  });
+
+  it('this process, as the lock and the status document name it, runs; a dead pid does not', () => {
+    const start = procStartOf(process.pid);
+    const me = { pid: process.pid, ...(start !== undefined && { procStart: start }) };
+    expect(daemonRuns(me)).toBe(true);
+    expect(daemonRuns({ ...me, state: 'online' })).toBe(true);
+    expect(daemonRuns({ pid: deadPid() })).toBe(false);
+  });
+
+  it('the lock asks the same question: a lock whose owner\'s start time differs is not a running daemon', () => {
+    writeFileSync(lockFile(), JSON.stringify({ pid: 7, procStart: '100' }));
+    expect(runningDaemon(dir, live)).toEqual({ pid: 7, procStart: '100' });
+    writeFileSync(lockFile(), JSON.stringify({ pid: 7, procStart: '99' }));
+    expect(runningDaemon(dir, live)).toBeUndefined();
   });
 });
 

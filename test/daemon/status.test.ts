@@ -153,6 +153,25 @@ describe('c2c-agent status', () => {
     expect((await status(false)).out).toMatch(/next: +credentials check/);
   });
 
+  it('the units\' sections are shown; one of the wrong shape is left out, never cast, and the rest still shown', async () => {
+    const snap = await writeLive('online');
+    const outbox = { byKind: { upload: { pending: { items: 2, bytes: 20 }, done: { items: 0, bytes: 0 }, dead: { items: 1, bytes: 10 }, dropped: { items: 0, bytes: 0 } } }, oldestPending: null, dropped: {}, quarantined: 0, diskBytes: 30, unwritten: 0, liveBytes: 20, inFlight: [], attempts: {} };
+    const channels = { detected: ['audio', 'video'], known: ['audio'], pendingSyncs: 1 };
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, outbox, channels }));
+    const h = await status(false);
+    expect(h.out).toMatch(/channels: +audio, video detected; 1 known to the service; 1 sync pending/);
+    expect(h.out).toMatch(/queue: +2 pending, 1 dead-lettered/);
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, outbox, channels: { ...channels, detected: 'audio' }, uploads: { files: 'many' } }));
+    const j = await status(true);
+    expect(j.code).toBe(0);
+    expect(j.obj).toMatchObject({ running: true, state: 'online', outbox });
+    expect(j.obj).not.toHaveProperty('channels');
+    expect(j.obj).not.toHaveProperty('uploads');
+    const h2 = await status(false);
+    expect(h2.out).not.toMatch(/channels:/);
+    expect(h2.out).toMatch(/queue: +2 pending/);
+  });
+
   it('the status file is readable non-secret JSON, and the attempt record round-trips', async () => {
     await writeLive('online');
     expect(statSync(statusFile(dir)).mode & 0o777).toBe(0o644);

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { sweepOwnTemps } from '../../lib/atomic-write.js';
 import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
 import { configError } from '../../lib/errors.js';
+import type { DaemonState } from '../../core/state.js';
 import { procStartOf, procStatOf, type ProcStat } from './proc.js';
 
 export const LOCK_FILE = 'run.lock';
@@ -35,7 +36,7 @@ export const realProbe: ProcProbe = {
       return (err as NodeJS.ErrnoException).code === 'EPERM' ? 'eperm' : 'gone';
     }
   },
-  stat: procStatOf,
+  stat: (pid) => procStatOf(pid),
 };
 
 /** The process is running and is the one that wrote `procStart` (not a reuse of its pid). */
@@ -50,6 +51,17 @@ export function processAlive(pid: number, procStart: string | undefined, probe: 
   // A zombie answers kill(pid, 0) and keeps its start time, but runs nothing.
   if (stat.state === 'Z' || stat.state === 'X') return false;
   return procStart === undefined || stat.start === procStart;
+}
+
+/**
+ * Whether the daemon named by `who` runs: the run lock's owner, or the status
+ * document (core/status-document.ts) whose last word may be 'stopped'. The
+ * one answer for the lock, `status`, `queue` and nudgeDaemon: a daemon that
+ * said it stopped does not run; otherwise its pid must be alive and still
+ * the process that recorded `procStart`.
+ */
+export function daemonRuns(who: { pid: number; procStart?: string; state?: DaemonState }, probe: ProcProbe = realProbe): boolean {
+  return who.state !== 'stopped' && processAlive(who.pid, who.procStart, probe);
 }
 
 /** The lock's text; anything that is not a small regular file (a FIFO, a device) reads as no owner, so it is stale. */
@@ -114,7 +126,7 @@ function takeLock(runtimeDir: string, me: LockOwner): LockResult {
       }
       const seen = readText(file);
       const owner = parseOwner(seen);
-      if (owner && processAlive(owner.pid, owner.procStart)) return { kind: 'held', owner };
+      if (owner && daemonRuns(owner)) return { kind: 'held', owner };
       // Stale. Remove it only if it is still the one judged stale: another
       // starter may have taken it over meanwhile, and its lock is not ours to break.
       if (readText(file) === seen) unlinkStale(file);
@@ -160,7 +172,7 @@ export function removeStaleLockTemps(runtimeDir: string, probe: ProcProbe = real
 /** The live daemon holding the lock in `runtimeDir`, if one runs. */
 export function runningDaemon(runtimeDir: string, probe: ProcProbe = realProbe): LockOwner | undefined {
   const owner = parseOwner(readText(path.join(runtimeDir, LOCK_FILE)));
-  return owner && processAlive(owner.pid, owner.procStart, probe) ? owner : undefined;
+  return owner && daemonRuns(owner, probe) ? owner : undefined;
 }
 
 export type NudgeResult = { kind: 'signalled'; pid: number } | { kind: 'not-running' } | { kind: 'denied'; pid: number };

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
 import { AgentError } from '../../lib/errors.js';
 import { errnoOf } from '../../lib/fs-errors.js';
-import type { DaemonSnapshot } from '../../core/state.js';
+import { statusDocumentOf, type StatusDocument } from '../../core/status-document.js';
 import { FileSink } from './file-sink.js';
 
 export const STATUS_FILE = 'status.json';
@@ -14,8 +14,8 @@ export function statusFile(runtimeDir: string): string {
   return path.join(runtimeDir, STATUS_FILE);
 }
 
-export function createStatusSink(runtimeDir: string, onError?: (err: unknown) => void): FileSink<DaemonSnapshot> {
-  return new FileSink<DaemonSnapshot>(statusFile(runtimeDir), onError);
+export function createStatusSink(runtimeDir: string, onError?: (err: unknown) => void): FileSink<StatusDocument> {
+  return new FileSink<StatusDocument>(statusFile(runtimeDir), onError);
 }
 
 /**
@@ -23,7 +23,7 @@ export function createStatusSink(runtimeDir: string, onError?: (err: unknown) =>
  * a FIFO or device in its place, a runtime dir that is not a directory), one
  * line naming it; without: it was read but is not a status file.
  */
-export type StatusRead = { kind: 'missing' } | { kind: 'unreadable'; error: string; cause?: AgentError } | { kind: 'ok'; snapshot: DaemonSnapshot };
+export type StatusRead = { kind: 'missing' } | { kind: 'unreadable'; error: string; cause?: AgentError } | { kind: 'ok'; doc: StatusDocument };
 
 /** `source`: the setting that gave the runtime dir, for messages. */
 export function readStatus(runtimeDir: string, source?: string): StatusRead {
@@ -35,14 +35,14 @@ export function readStatus(runtimeDir: string, source?: string): StatusRead {
     if (code === 'ENOENT') return { kind: 'missing' };
     return err instanceof AgentError ? { kind: 'unreadable', error: code ?? err.message, cause: err } : { kind: 'unreadable', error: String(err) };
   }
+  let raw: unknown;
   try {
-    const snap = JSON.parse(text) as DaemonSnapshot;
-    if (snap === null || typeof snap !== 'object' || typeof snap.state !== 'string' || typeof snap.pid !== 'number') {
-      return { kind: 'unreadable', error: 'not a status file' };
-    }
-    return { kind: 'ok', snapshot: snap };
+    raw = JSON.parse(text);
   } catch {
     return { kind: 'unreadable', error: 'not JSON' };
   }
+  // Checked field by field (core/status-document.ts): an older agent's file, or garbage, is never taken on trust.
+  const doc = statusDocumentOf(raw);
+  return doc === undefined ? { kind: 'unreadable', error: 'not a status file' } : { kind: 'ok', doc };
 }
 

@@ -7,6 +7,7 @@ import type { Clock, Timer } from '../../lib/clock.js';
 import type { DaemonUnit } from '../../core/unit.js';
 import type { EventBus } from '../../core/event-bus.js';
 import type { DaemonSnapshot } from '../../core/state.js';
+import type { StatusDocument, StatusSections } from '../../core/status-document.js';
 import { statusLine } from '../snapshot.js';
 import type { SystemdNotifier } from '../systemd/notify.js';
 import type { FileSink } from './file-sink.js';
@@ -22,12 +23,12 @@ export class StatusPublisher implements DaemonUnit {
   private lineTimer: Timer | undefined;
 
   constructor(
-    private readonly sink: FileSink<DaemonSnapshot>,
+    private readonly sink: FileSink<StatusDocument>,
     private readonly notifier: SystemdNotifier,
     private readonly clock: Clock,
     private readonly bus: EventBus,
-    /** What the other units report, merged into status.json. */
-    private readonly extras: () => Record<string, unknown> = () => ({}),
+    /** The other units' sections of status.json. */
+    private readonly sections: () => Partial<StatusSections> = () => ({}),
     /** Their one-line summaries, appended to STATUS= ("uploading 3 files, 1.2 GB left"). */
     private readonly texts: () => string[] = () => [],
   ) {}
@@ -58,7 +59,7 @@ export class StatusPublisher implements DaemonUnit {
   }
 
   private write(): void {
-    if (this.last) this.sink.write({ ...this.last, ...this.extras() });
+    if (this.last) this.sink.write({ ...this.last, ...this.sections() });
   }
 
   private sendLine(): void {
