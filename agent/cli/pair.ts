@@ -17,7 +17,7 @@ import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
 import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
 import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
-import { SystemClock } from '../lib/clock.js';
+import { SystemClock, sleep } from '../lib/clock.js';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError } from '../lib/fs-errors.js';
@@ -109,6 +109,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     await prepareCredentialsDirs(settings);
     const { clientId } = await getClientId(settings);
     const clock = new SystemClock(settings.timeScale);
+    const startedAt = clock.now();
     let accessToken: string | undefined;
     api = createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock });
     reporter = new PairReporter(ctx.json, clock);
@@ -122,24 +123,24 @@ export async function run(ctx: CommandContext): Promise<number> {
       timeoutMs: timeoutS * 1000,
       onEvent: (e: PairingEvent) => shown.event(e),
     });
+    // Verified before stored, so no answer a proxy or a captive portal made up
+    // ever lands on flash as credentials (verifyGrant says what is kept when).
+    accessToken = grant.accessToken;
+    reporter.status('approved; verifying the new credentials with the service…');
+    const verified = await verifyGrant(api, clock, startedAt + timeoutS * 1000, ac.signal);
     storing = true;
-    reporter.status('approved; storing the credentials…');
+    reporter.status(verified.device ? 'verified; storing the credentials…' : 'storing the credentials (not verified yet)…');
     await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock)).catch((err: unknown) => {
       // Checked writable before the code was asked for, so something changed meanwhile; the grant is gone with this process.
       throw fsError(err, 'store the approved credentials (pair again once this is fixed)', settings.tokenFile, settings.sources.tokenFile);
     });
-    accessToken = grant.accessToken;
-    // The daemon hears of the new pair first: the old one was revoked by this pairing,
-    // whatever the verification below says.
+    // The daemon hears of the new pair at once: the old one was revoked by this pairing.
     const nudge = nudgeDaemon(settings.runtimeDir);
-    let device: Device;
-    try {
-      device = (await api.getDevice()).value;
-    } catch (err) {
-      // Paired and stored all the same: say so, or the person would pair again for nothing.
-      if (!(err instanceof AgentError)) throw err;
-      throw new AgentError(err.kind, `paired, and the credentials are stored in ${settings.tokenFile}, but verifying them failed: ${err.message}; run \`c2c-agent check\``, err.details);
+    if (verified.device === undefined) {
+      const e = verified.error;
+      throw new AgentError(e.kind, `paired, and the credentials are stored in ${settings.tokenFile}, but the service could not confirm them yet: ${e.message}; the daemon verifies them once it reaches the service (or run \`c2c-agent check\`)`, e.details);
     }
+    const device = verified.device;
     const daemon =
       nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now uses them` : nudge.kind === 'denied' ? `run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) uses them` : 'no daemon runs; start it with `systemctl start c2c-agent`';
     const warnings = settings.token ? ['C2C_TOKEN is set and takes precedence over the stored credentials; unset it'] : [];
@@ -178,3 +179,41 @@ export async function run(ctx: CommandContext): Promise<number> {
 function exitOf(err: unknown): number {
   return err instanceof AgentError ? err.exitCode : EXIT.internal;
 }
+
+/** Tries of GET /v2/devices/me with the new token, and the pause between them (agent ms). */
+const VERIFY_TRIES = 4;
+const VERIFY_PAUSE_MS = 3_000;
+
+/**
+ * GET /v2/devices/me with the granted token, as the service asks after every
+ * new authorization, tried a few times within the pairing's time limit. What
+ * the last failure was decides what happens to the grant:
+ * - refused (401, 403), or an answer that is not the service's (a 101, a
+ *   body that is not a device record): thrown, and nothing is stored;
+ * - the network or the service having a bad moment (timeout, 5xx, 429): the
+ *   grant is returned unverified and stored all the same. The service revoked
+ *   the unit's previous tokens when it issued these, so they are the only
+ *   authorization it has; the daemon verifies them when it gets through.
+ */
+async function verifyGrant(api: ServiceApi, clock: SystemClock, deadline: number, signal: AbortSignal): Promise<{ device: Device } | { device?: undefined; error: AgentError }> {
+  let last: AgentError | undefined;
+  for (let i = 0; i < VERIFY_TRIES; i++) {
+    if (i > 0) {
+      if (clock.now() + VERIFY_PAUSE_MS >= deadline) break;
+      await sleep(clock, VERIFY_PAUSE_MS, signal);
+    }
+    try {
+      return { device: (await api.getDevice(signal)).value };
+    } catch (err) {
+      if (!(err instanceof AgentError)) throw err;
+      last = err;
+      if (!TEMPORARY.has(err.kind)) break;
+    }
+  }
+  const e = last as AgentError;
+  if (TEMPORARY.has(e.kind)) return { error: e };
+  throw new AgentError(e.kind, `approved, but the service did not confirm the new credentials (${e.message}); nothing was stored: run \`c2c-agent pair\` again`, e.details);
+}
+
+// 'paused': the service knows the token and says the device is paused, which the daemon shows.
+const TEMPORARY: ReadonlySet<string> = new Set(['network', 'server', 'rate-limited', 'timeout', 'paused']);

@@ -299,8 +299,8 @@ describe('pair with a running daemon', () => {
     const daemon = startAgent({ apiUrl: fx.cloud.url, dirs: u.dirs, timeScale: SCALE, env: { C2C_CLIENT_SECRET_FILE: u.secretFile } });
     const state = async (): Promise<StatusResult> => status(u.dirs, fx.cloud.url, SCALE);
     await waitFor('online', async () => (await state()).json.state === 'online', 10_000, 50);
-    // The nudged daemon checks at the same moment as pair verifies: enough 503s for both.
-    const fault = fx.cloud.control.addFault({ kind: 'status', status: 503, path: '/v2/devices/me', method: 'GET', count: 3 });
+    // 503s for every try pair makes (and the nudged daemon's checks) until the fault is removed.
+    const fault = fx.cloud.control.addFault({ kind: 'status', status: 503, path: '/v2/devices/me', method: 'GET' });
     const p = pair(u);
     await approveAfterWaiting(p, fx.cloud);
     await expectExit(p, 75); // paired and stored, verification failed
@@ -348,7 +348,8 @@ describe('pair without --json, not on a terminal', () => {
       expect.stringMatching(/^proposed name: Camera \S+$/),
       'the code expires in 120 s',
       'waiting for approval…',
-      'approved; storing the credentials…',
+      'approved; verifying the new credentials with the service…',
+      'verified; storing the credentials…',
       expect.stringMatching(/^paired: Camera \S+ \(device [0-9a-f-]+\)$/),
       expect.stringMatching(/^project: .+ \(id .+\)$/),
       `credentials: ${u.credentials}`,

@@ -5,7 +5,7 @@
 // output at all; with it kept open check, pair and unpair hung; the daemon
 // kept one socket per answer. Now each is a protocol error (76) at once.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs } from './agent-process.js';
@@ -105,18 +105,22 @@ describe('pair against a 101', () => {
     });
   }
 
-  it('on the verification after a grant: exit 76, not paired; the grant is kept and said to be kept; unpair then ends at once', async () => {
+  it('on the verification after a grant: exit 76, not paired, nothing stored (an answer that is not the service\'s never lands on flash as credentials)', async () => {
     routes = { 'POST /v2/auth/device/code': deviceCode, 'POST /v2/auth/token': grant, 'GET /v2/devices/me': upgrade(true) };
     const u = unit();
     const r = await runCommand(['pair', '--json', ...settingsArgs(u.s)], u.dirs);
     expect({ code: r.code, signal: r.signal }).toEqual({ code: 76, signal: null });
     expect(r.events.map((e) => e.event)).not.toContain('paired');
     expect(r.events.at(-1)).toMatchObject({ event: 'failed', ok: false, exitCode: 76 });
-    // The service issued this grant (and with it ended the unit's previous one): dropping it would unpair the unit.
-    expect(JSON.stringify(r.events.at(-1))).toContain('the credentials are stored');
-    expect(JSON.parse(readFileSync(u.credentials, 'utf8'))).toMatchObject({ access_token: ACCESS });
+    expect(JSON.stringify(r.events.at(-1))).toContain('nothing was stored');
+    expect(existsSync(u.credentials)).toBe(false);
     expect(r.stdout + r.stderr).not.toMatch(FAKE_SECRET);
+  });
 
+  it('unpair against a 101 on revoke ends at once and says the token was not revoked', async () => {
+    const u = unit();
+    mkdirSync(u.dirs.stateDir, { recursive: true, mode: 0o700 });
+    writeFileSync(u.credentials, JSON.stringify({ access_token: ACCESS, refresh_token: 'refresh-101-test', token_type: 'bearer', expires_in: 3600 }), { mode: 0o600 });
     routes = { 'POST /v2/auth/revoke': upgrade(true) };
     const un = await runCommand(['unpair', '--json', ...settingsArgs(u.s)], u.dirs);
     expect({ code: un.code, signal: un.signal }).toEqual({ code: 0, signal: null });
