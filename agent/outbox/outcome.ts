@@ -16,12 +16,13 @@ const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'un
  * A 2xx whose body cannot be read (cut short, mangled by a proxy, too large)
  * says nothing about the request itself: try again, within the dispatcher's
  * attempt limit. Nor does a 101, a proxy or captive portal switching protocols
- * (api/transport.ts): the service never answered. A 4xx the agent cannot read
- * is the agent's own mistake, and stays dead.
+ * (api/transport.ts), nor a status HTTP does not have (600 and up, from a
+ * broken proxy): the service never answered. A 4xx the agent cannot read is
+ * the agent's own mistake, and stays dead.
  */
 function unreadAnswer(e: AgentError): boolean {
   const status = e.details.status;
-  return e.kind === 'protocol' && status !== undefined && status >= 100 && status < 300;
+  return e.kind === 'protocol' && status !== undefined && (status < 300 || status > 599);
 }
 
 /**

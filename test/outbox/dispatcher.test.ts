@@ -264,6 +264,12 @@ describe('classify', () => {
     expect(classify(err('protocol', 'the service answered 400: bad channel id', { status: 400 }))).toEqual({ result: 'dead', reason: 'the service answered 400: bad channel id' });
   });
 
+  it('a status HTTP does not have (600 and up) or a 1xx: the service never answered, so retried, never dead-lettered', () => {
+    for (const status of [101, 103, 600, 999]) {
+      expect(classify(err('protocol', `POST /v2/devices/assets: HTTP ${status}`, { status }))).toMatchObject({ result: 'retry', error: { kind: 'protocol' } });
+    }
+  });
+
   it('alreadySo sees a wrapped AgentError and wins over a retry kind', () => {
     const seen: AgentError[] = [];
     expect(classify(new Error('odd'), (e) => (seen.push(e), false))).toEqual({ result: 'dead', reason: 'odd' });
