@@ -97,6 +97,12 @@ function json2xx(t: Transport, res: RawResponse): Rec {
   return value as Rec;
 }
 
+/**
+ * No lifetime the service gives comes near ten years; a larger one (or
+ * 1e308) is no answer of the service's, and would not even make a date.
+ */
+const MAX_LIFETIME_S = 10 * 365 * 24 * 3600;
+
 function grantOf(t: Transport, res: RawResponse): TokenGrant {
   const rec = json2xx(t, res);
   // Registered before validation: a half-valid answer must not leak either.
@@ -111,7 +117,9 @@ function grantOf(t: Transport, res: RawResponse): TokenGrant {
   if (refresh !== undefined) grant.refreshToken = refresh;
   const scope = field(res, rec, 'scope', 'string', true) as string | undefined;
   if (scope !== undefined) grant.scope = scope;
-  if (grant.expiresInSeconds <= 0) throw new AgentError('protocol', `${res.what}: expires_in ${grant.expiresInSeconds} is not positive`, { status: res.status, source: res.what });
+  if (!(grant.expiresInSeconds > 0 && grant.expiresInSeconds <= MAX_LIFETIME_S)) {
+    throw new AgentError('protocol', `${res.what}: expires_in ${grant.expiresInSeconds} is not a lifetime in seconds (1 to ${MAX_LIFETIME_S})`, { status: res.status, source: res.what });
+  }
   return grant;
 }
 
@@ -148,6 +156,9 @@ export function oauthEndpoints(t: Transport): OAuthEndpoints {
       };
       const name = field(res, rec, 'name', 'string', true) as string | undefined;
       if (name !== undefined) out.name = oneLine(name, 120);
+      if (!(out.expiresInSeconds > 0 && out.expiresInSeconds <= MAX_LIFETIME_S) || !(out.intervalSeconds >= 0 && out.intervalSeconds <= MAX_LIFETIME_S)) {
+        throw new AgentError('protocol', `${res.what}: expires_in ${out.expiresInSeconds} or interval ${out.intervalSeconds} is not a time in seconds the service would give`, { status: res.status, source: res.what });
+      }
       return out;
     },
 

@@ -229,6 +229,17 @@ describe('cause 4: an answer the contract does not expect is a protocol error', 
       expect(await failure(a.oauth.refresh(client, 'rt'))).toMatchObject({ kind: 'protocol', exitCode: 76 });
     }
   });
+
+  test('a grant or a device code with a lifetime no service gives (1e308 s, ten years and more) is a protocol error, not a crash on its date', async () => {
+    const a = api();
+    const client = { clientId: 'c', clientSecret: 's' };
+    for (const expires of [1e308, 400_000_000, 0, -5]) {
+      handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: 'at-123456', refresh_token: 'rt-123456', token_type: 'bearer', expires_in: expires }));
+      expect(await failure(a.oauth.refresh(client, 'rt'))).toMatchObject({ kind: 'protocol', exitCode: 76 });
+    }
+    handler = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ device_code: 'dc', user_code: '123456', verification_uri: 'https://x/pair', expires_in: 120, interval: 1e300 }));
+    expect(await failure(a.oauth.requestDeviceCode(client))).toMatchObject({ kind: 'protocol', exitCode: 76 });
+  });
 });
 
 describe('what the outbox makes of them: never a dead clip', () => {
