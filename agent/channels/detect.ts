@@ -1,19 +1,19 @@
 // Which of the profile's channels are present on this unit: a channel is
 // present when any of its detection paths exists under the host root. The
-// detector rescans on a timer and on file-system events, and reports a new
-// set only once it has held still for the debounce time, so a connector
-// that rattles does not connect and disconnect channels at the service.
-// Cheap on purpose: existsSync and statSync only, never a child process.
-import { existsSync, statSync, watch as fsWatch } from 'node:fs';
+// detector rescans on a timer and on file-system events (lib/dir-watcher.ts
+// decides when), and reports a new set only once it has held still for the
+// debounce time, so a connector that rattles does not connect and
+// disconnect channels at the service. Cheap on purpose: existsSync and
+// statSync only, never a child process.
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
+import { DirWatcher, type WatchDir } from '../lib/dir-watcher.js';
 import type { Logger } from '../lib/logger.js';
 import type { ChannelSpec } from '../config/types.js';
 
 export const DETECT_INTERVAL_MS = 30_000;
 export const DETECT_DEBOUNCE_MS = 5_000;
-/** Events within this many agent ms of the first make one scan: udev adds a device as a burst of nodes. */
-export const DETECT_EVENT_COALESCE_MS = 250;
 
 /**
  * The absolute path of `rel` under `hostRoot`, or undefined when it is not
@@ -75,22 +75,6 @@ export function watchDirs(specs: ChannelSpec[], hostRoot: string, exists: (p: st
   return [...dirs].sort();
 }
 
-export interface DirWatch {
-  close(): void;
-}
-
-/** Starts watching `dir`; `onEvent` on any change in it, `onDead` when the watch stops on its own. Throws when it cannot start. */
-export type WatchDir = (dir: string, onEvent: () => void, onDead: (err: unknown) => void) => DirWatch;
-
-const nodeWatch: WatchDir = (dir, onEvent, onDead) => {
-  const w = fsWatch(dir, { persistent: false }, () => onEvent());
-  w.on('error', (err) => {
-    w.close();
-    onDead(err);
-  });
-  return { close: () => w.close() };
-};
-
 export interface ChannelDetectorOptions {
   specs: ChannelSpec[];
   hostRoot: string;
@@ -107,44 +91,40 @@ export interface ChannelDetectorOptions {
   logger?: Logger;
 }
 
-interface Armed {
-  watch: DirWatch;
-  /** The directory's identity when armed: a directory removed and made again needs a new watch. */
-  id: string | undefined;
-}
-
 const sameSet = (a: Set<string>, b: Set<string>): boolean => a.size === b.size && [...a].every((k) => b.has(k));
 
 export class ChannelDetector {
   private reported: Set<string> | undefined;
   private candidate: Set<string> | undefined;
   private settleTimer: Timer | undefined;
-  private tickTimer: Timer | undefined;
-  private eventTimer: Timer | undefined;
-  private readonly watches = new Map<string, Armed>();
-  /** Directories whose watch died since the last tick: re-armed by the tick, so a failing watch cannot spin. */
-  private readonly cooling = new Set<string>();
   private running = false;
+  private readonly dirs: DirWatcher;
 
-  constructor(private readonly options: ChannelDetectorOptions) {}
+  constructor(private readonly options: ChannelDetectorOptions) {
+    this.dirs = new DirWatcher({
+      clock: options.clock,
+      pollMs: options.intervalMs ?? DETECT_INTERVAL_MS,
+      look: () => this.rescan(),
+      watch: options.watch,
+      what: 'a channel directory',
+      logger: options.logger,
+    });
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.dirs.start();
     const detected = this.scanNow();
     this.reported = detected;
-    this.armTick();
     this.report(detected);
   }
 
   stop(): void {
     this.running = false;
-    for (const t of [this.tickTimer, this.settleTimer, this.eventTimer]) t?.cancel();
-    this.tickTimer = this.settleTimer = this.eventTimer = undefined;
-    this.candidate = undefined;
-    for (const armed of this.watches.values()) armed.watch.close();
-    this.watches.clear();
-    this.cooling.clear();
+    this.settleTimer?.cancel();
+    this.settleTimer = this.candidate = undefined;
+    this.dirs.stop();
   }
 
   /** The set last reported, for status output. */
@@ -157,25 +137,9 @@ export class ChannelDetector {
   }
 
   private scanNow(): Set<string> {
-    this.rearmWatches();
+    // Without watching, the watched directories need not be worked out at all.
+    if (this.options.watch !== null) this.dirs.setDirs(watchDirs(this.options.specs, this.options.hostRoot, this.exists));
     return detectChannels(this.options.specs, this.options.hostRoot, this.exists);
-  }
-
-  private armTick(): void {
-    this.tickTimer = this.options.clock.setTimer(() => {
-      if (!this.running) return;
-      this.cooling.clear();
-      this.rescan();
-      this.armTick();
-    }, this.options.intervalMs ?? DETECT_INTERVAL_MS);
-  }
-
-  private onWatchEvent(): void {
-    if (!this.running || this.eventTimer !== undefined) return;
-    this.eventTimer = this.options.clock.setTimer(() => {
-      this.eventTimer = undefined;
-      this.rescan();
-    }, DETECT_EVENT_COALESCE_MS);
   }
 
   /** A scan from the timer or a watch event: starts, keeps or drops the wait for a new set to settle. */
@@ -213,51 +177,5 @@ export class ChannelDetector {
     } catch (err) {
       this.options.logger?.warn({ err: String(err) }, 'channel detection listener failed');
     }
-  }
-
-  private rearmWatches(): void {
-    const watchFn = this.options.watch === undefined ? nodeWatch : this.options.watch;
-    if (watchFn === null) return;
-    const wanted = new Set(watchDirs(this.options.specs, this.options.hostRoot, this.exists));
-    for (const [dir, armed] of this.watches) {
-      if (!wanted.has(dir) || identityOf(dir) !== armed.id) {
-        armed.watch.close();
-        this.watches.delete(dir);
-      }
-    }
-    for (const dir of wanted) {
-      if (this.watches.has(dir) || this.cooling.has(dir)) continue;
-      const armed: Armed = { watch: { close: () => undefined }, id: identityOf(dir) };
-      try {
-        armed.watch = watchFn(
-          dir,
-          () => this.onWatchEvent(),
-          (err) => this.watchDied(dir, armed, err),
-        );
-        this.watches.set(dir, armed);
-      } catch (err) {
-        // Out of inotify watches, or the directory went away: the timer still rescans.
-        this.options.logger?.debug({ dir, err: String(err) }, 'cannot watch a channel directory');
-      }
-    }
-  }
-
-  private watchDied(dir: string, armed: Armed, err: unknown): void {
-    if (this.watches.get(dir) !== armed) return;
-    this.watches.delete(dir);
-    this.cooling.add(dir);
-    this.options.logger?.debug({ dir, err: String(err) }, 'channel directory watch stopped');
-    // Whatever killed the watch may have changed the set; the next tick re-arms it.
-    this.rescan();
-  }
-}
-
-/** Inode and birth time: a directory made again at once often gets the same inode number back. */
-function identityOf(dir: string): string | undefined {
-  try {
-    const s = statSync(dir, { bigint: true, throwIfNoEntry: false });
-    return s === undefined ? undefined : `${s.dev}:${s.ino}:${s.birthtimeNs}`;
-  } catch {
-    return undefined;
   }
 }

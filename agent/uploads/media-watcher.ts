@@ -9,8 +9,8 @@
 // Scope: the dir itself and, for each channel key, the sub-folder of that
 // name (its files belong to that channel); nothing deeper. Dot files and
 // '.part' / '.tmp' names are writers' scratch. A timer rescans; fs.watch
-// only brings a rescan forward. Cheap on a camera busy recording: readdir
-// and lstat only, never a child process.
+// only brings a rescan forward (both through lib/dir-watcher.ts). Cheap on a
+// camera busy recording: readdir and lstat only, never a child process.
 //
 // Anything else in scope that the watcher will not take (a FIFO, a socket, a
 // device, a folder that is not a channel's, a link that loops, dangles or
@@ -18,17 +18,16 @@
 // warning with the reason, and kept in a short list `queue` and the status
 // document show. The list holds at most SKIPPED_LIST_MAX entries; past that
 // they are only counted, so a dir of 100,000 junk entries costs a number.
-import { existsSync, lstatSync, readdirSync, realpathSync, watch as fsWatch, type Stats } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { describeFileType } from '../lib/bounded-read.js';
 import type { Clock, Timer } from '../lib/clock.js';
+import { DirWatcher, type WatchDir } from '../lib/dir-watcher.js';
 import type { Logger } from '../lib/logger.js';
 import { quote } from '../lib/text.js';
 
 /** Agent ms between rescans when no watch event comes (default of `intervalMs`). */
 export const MEDIA_RESCAN_MS = 5_000;
-/** Events within this many agent ms of the first make one scan: a copy of a card creates files in a burst. */
-export const MEDIA_EVENT_COALESCE_MS = 250;
 /** Skipped entries listed by name and reason; the rest are counted. */
 export const SKIPPED_LIST_MAX = 50;
 
@@ -72,11 +71,6 @@ export interface MediaStat {
   isBlockDevice?(): boolean;
 }
 
-export interface MediaDirWatch { close(): void }
-
-/** Starts watching `dir`: `onEvent` per change (fs.watch's event type and name), `onDead` when the watch stops on its own. Throws when it cannot start. */
-export type WatchMediaDir = (dir: string, onEvent: (type: string, name: string | undefined) => void, onDead: (err: unknown) => void) => MediaDirWatch;
-
 export interface MediaWatcherOptions {
   dir: string;
   channelKeys: string[];
@@ -92,7 +86,7 @@ export interface MediaWatcherOptions {
   stat?: (p: string) => MediaStat;
   realpath?: (p: string) => string;
   /** Replaces fs.watch (tests); `null` turns watching off. */
-  watch?: WatchMediaDir | null;
+  watch?: WatchDir | null;
   /** The skipped list changed (the status document should show it). */
   onSkipped?: () => void;
   logger?: Logger;
@@ -104,20 +98,8 @@ export function isScratchName(name: string): boolean {
   return name.startsWith('.') || lower.endsWith('.part') || lower.endsWith('.tmp');
 }
 
-const nodeWatch: WatchMediaDir = (dir, onEvent, onDead) => {
-  const w = fsWatch(dir, { persistent: false }, (type, name) => onEvent(type, typeof name === 'string' ? name : undefined));
-  w.on('error', (err) => {
-    w.close();
-    onDead(err);
-  });
-  return { close: () => w.close() };
-};
-
 /** A file not yet still for long enough: its (dev, ino, size, mtime), since when (agent ms) it has had them, its folder. */
 interface Pending { sig: string; since: number; dir: string }
-
-/** `id` is the directory's identity when armed: one removed and made again needs a new watch. */
-interface Armed { watch: MediaDirWatch; id: string | undefined }
 
 type Listing = { names: string[] } | 'absent' | 'failed';
 
@@ -137,12 +119,8 @@ export class MediaWatcher {
   private running = false;
   private readonly pending = new Map<string, Pending>();
   private readonly reported = new Set<string>();
-  private tickTimer: Timer | undefined;
-  private eventTimer: Timer | undefined;
   private settleTimer: { timer: Timer; at: number } | undefined;
-  private readonly watches = new Map<string, Armed>();
-  /** Directories whose watch died since the last tick: re-armed by the tick, so a failing watch cannot spin. */
-  private readonly cooling = new Set<string>();
+  private readonly dirs: DirWatcher;
   /** The last read error logged per directory, so a card that stays unreadable logs once, not every tick. */
   private readonly failing = new Map<string, string>();
   /** Entries not taken, by path, at most SKIPPED_LIST_MAX: each was logged once when it came in. */
@@ -151,22 +129,30 @@ export class MediaWatcher {
   private skippedMore = 0;
   private skippedChanged = false;
 
-  constructor(private readonly options: MediaWatcherOptions) {}
+  constructor(private readonly options: MediaWatcherOptions) {
+    this.dirs = new DirWatcher({
+      clock: options.clock,
+      pollMs: options.intervalMs ?? MEDIA_RESCAN_MS,
+      look: () => this.rescan(),
+      worthALook: (dir, type, name) => this.worthALook(dir, type, name),
+      watch: options.watch,
+      what: 'a media directory',
+      logger: options.logger,
+    });
+  }
 
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.dirs.start();
     this.rescan();
-    this.armTick();
   }
 
   stop(): void {
     this.running = false;
-    for (const t of [this.tickTimer, this.eventTimer, this.settleTimer?.timer]) t?.cancel();
-    this.tickTimer = this.eventTimer = this.settleTimer = undefined;
-    for (const armed of this.watches.values()) armed.watch.close();
-    this.watches.clear();
-    this.cooling.clear();
+    this.settleTimer?.timer.cancel();
+    this.settleTimer = undefined;
+    this.dirs.stop();
     this.pending.clear();
   }
 
@@ -174,27 +160,11 @@ export class MediaWatcher {
     return path.resolve(this.options.dir);
   }
 
-  private armTick(): void {
-    if (!this.running) return;
-    this.tickTimer = this.options.clock.setTimer(() => {
-      if (!this.running) return;
-      this.cooling.clear();
-      this.rescan();
-      this.armTick();
-    }, this.options.intervalMs ?? MEDIA_RESCAN_MS);
-  }
-
-  private onWatchEvent(dir: string, type: string, name: string | undefined): void {
-    if (!this.running || this.eventTimer !== undefined) return;
-    if (name !== undefined) {
-      // A clip being recorded sends a change per write: its settle timer looks again anyway.
-      if (isScratchName(name) && !this.options.channelKeys.includes(name)) return;
-      if (type === 'change' && this.pending.has(path.join(dir, name))) return;
-    }
-    this.eventTimer = this.options.clock.setTimer(() => {
-      this.eventTimer = undefined;
-      this.rescan();
-    }, MEDIA_EVENT_COALESCE_MS);
+  private worthALook(dir: string, type: string | undefined, name: string | undefined): boolean {
+    if (name === undefined) return true;
+    // A clip being recorded sends a change per write: its settle timer looks again anyway.
+    if (isScratchName(name) && !this.options.channelKeys.includes(name)) return false;
+    return !(type === 'change' && this.pending.has(path.join(dir, name)));
   }
 
   private rescan(): void {
@@ -228,7 +198,7 @@ export class MediaWatcher {
     // Where a folder could not be read, what waited in it keeps its settle clock.
     for (const [p, e] of this.pending) if (!scan.seen.has(p) && !failed.has(e.dir) && !failed.has(root)) this.pending.delete(p);
     this.settleSkipped(scan, failed);
-    this.rearmWatches(listed);
+    this.dirs.setDirs(listed);
     this.armSettle(scan.now);
     scan.ready.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.path < b.path ? -1 : 1));
     for (const f of scan.ready) {
@@ -387,40 +357,5 @@ export class MediaWatcher {
     } catch (err) {
       this.options.logger?.warn({ file: f.path, err: String(err) }, 'media ready listener failed');
     }
-  }
-
-  private rearmWatches(dirs: string[]): void {
-    const watchFn = this.options.watch === undefined ? nodeWatch : this.options.watch;
-    if (watchFn === null) return;
-    const wanted = new Set(dirs);
-    const idOf = (d: string): string | undefined => {
-      const s = this.statOf(d);
-      return s === undefined ? undefined : `${s.dev}:${s.ino}:${s.birthtimeMs ?? ''}`;
-    };
-    for (const [dir, armed] of this.watches) {
-      if (!wanted.has(dir) || idOf(dir) !== armed.id) {
-        armed.watch.close();
-        this.watches.delete(dir);
-      }
-    }
-    for (const dir of wanted) {
-      if (this.watches.has(dir) || this.cooling.has(dir)) continue;
-      const armed: Armed = { watch: { close: () => undefined }, id: idOf(dir) };
-      try {
-        armed.watch = watchFn(dir, (type, name) => this.onWatchEvent(dir, type, name), (err) => this.watchDied(dir, armed, err));
-        this.watches.set(dir, armed);
-      } catch (err) {
-        // Out of inotify watches, or the directory went away: the timer still rescans.
-        this.options.logger?.debug({ dir, err: String(err) }, 'cannot watch a media directory');
-      }
-    }
-  }
-
-  private watchDied(dir: string, armed: Armed, err: unknown): void {
-    if (this.watches.get(dir) !== armed) return;
-    this.watches.delete(dir);
-    this.cooling.add(dir);
-    this.options.logger?.debug({ dir, err: String(err) }, 'media directory watch stopped');
-    this.rescan();
   }
 }

@@ -6,9 +6,10 @@
 // marked to wait: it is queued (a new item, a new asset) once it has held
 // still for the settle time. The unit also keeps the figures `status`
 // shows: files and bytes left, rate, and the media-dir entries skipped.
-import { promises as fs, watch, type FSWatcher } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
+import { DirWatcher } from '../lib/dir-watcher.js';
 import type { Logger } from '../lib/logger.js';
 import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../core/unit.js';
@@ -45,8 +46,6 @@ export interface UploadsUnitDeps {
  * find nothing, and allocate for it.
  */
 const INCOMING_POLL_MS = 60_000;
-/** Events of one request file (create, write, rename) come as one look. */
-const INCOMING_COALESCE_MS = 250;
 /** The rate shown is over this much agent time. */
 const RATE_WINDOW_MS = 30_000;
 /** A changed file is looked at no more often than this (agent ms), whatever the settle time: a zero would spin. */
@@ -60,9 +59,7 @@ interface Settling {
 
 export class UploadsUnit implements DaemonUnit {
   readonly name = 'uploads';
-  private timer: Timer | undefined;
-  private soon: Timer | undefined;
-  private incomingWatch: FSWatcher | undefined;
+  private incoming: DirWatcher | undefined;
   private running = false;
   private work: Promise<void> = Promise.resolve();
   private sent: Array<{ at: number; bytes: number }> = [];
@@ -81,7 +78,6 @@ export class UploadsUnit implements DaemonUnit {
         void this.d.window?.start().catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot start the upload window; uploads run at any time'));
         this.d.watcher?.start();
         this.watchIncoming();
-        this.poll();
       },
       (err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot read the index of uploaded files; uploads are off until restart'),
     );
@@ -89,11 +85,9 @@ export class UploadsUnit implements DaemonUnit {
 
   async stop(): Promise<void> {
     this.running = false;
-    this.timer?.cancel();
-    this.soon?.cancel();
     this.settleTimer?.cancel();
     this.settleTimer = undefined;
-    this.incomingWatch?.close();
+    this.incoming?.stop();
     this.d.watcher?.stop();
     this.d.window?.stop();
     await this.work;
@@ -155,35 +149,36 @@ export class UploadsUnit implements DaemonUnit {
     if (removed > 0) this.d.logger?.info({ removed }, 'removed the URL files of uploads that no longer run');
   }
 
-  private poll(): void {
-    if (!this.running) return;
-    this.timer?.cancel();
-    this.work = this.work.then(() => this.takeIncoming()).finally(() => {
-      if (this.running) this.timer = this.d.clock.setTimer(() => this.poll(), INCOMING_POLL_MS);
-    });
-  }
-
-  /** Watches incoming/ (created once, when missing); without a watch the slow poll alone takes requests. */
+  /**
+   * Watches incoming/ (created once, when missing) and looks at it: at once,
+   * after a watch event, and every INCOMING_POLL_MS; without a watch the
+   * slow poll alone takes requests.
+   */
   private watchIncoming(): void {
     const dir = path.join(this.d.queueDir, INCOMING_DIR);
+    const incoming = new DirWatcher({
+      clock: this.d.clock,
+      pollMs: INCOMING_POLL_MS,
+      look: () => this.lookAtIncoming(incoming, dir),
+      what: 'the upload requests folder',
+      logger: this.d.logger,
+    });
+    this.incoming = incoming;
     void fs
       .mkdir(dir, { recursive: true, mode: 0o700 })
+      .catch((err: unknown) => this.d.logger?.warn({ dir, err: String(err) }, 'cannot create the upload requests folder'))
       .then(() => {
-        if (!this.running) return;
-        this.incomingWatch = watch(dir, () => {
-          if (this.soon !== undefined || !this.running) return;
-          this.soon = this.d.clock.setTimer(() => {
-            this.soon = undefined;
-            this.poll();
-          }, INCOMING_COALESCE_MS);
-        });
-        this.incomingWatch.on('error', (err) => {
-          this.d.logger?.warn({ dir, err: String(err) }, 'watching upload requests failed; looking every minute instead');
-          this.incomingWatch?.close();
-          this.incomingWatch = undefined;
-        });
-      })
-      .catch((err: unknown) => this.d.logger?.warn({ dir, err: String(err) }, 'cannot watch upload requests; looking every minute instead'));
+        if (!this.running || this.incoming !== incoming) return;
+        incoming.start();
+        this.lookAtIncoming(incoming, dir);
+      });
+  }
+
+  /** Watches incoming/ again (made anew, or its watch failed) and takes what is in it, one look at a time. */
+  private lookAtIncoming(incoming: DirWatcher, dir: string): void {
+    if (!this.running) return;
+    incoming.setDirs([dir]);
+    this.work = this.work.then(() => this.takeIncoming());
   }
 
   /**

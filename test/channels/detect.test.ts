@@ -5,7 +5,8 @@ import { afterAll, afterEach, describe, expect, test } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ChannelDetector, detectChannels, underRoot, watchDirs, type WatchDir } from '../../agent/channels/detect.js';
+import { ChannelDetector, detectChannels, underRoot, watchDirs } from '../../agent/channels/detect.js';
+import type { WatchDir } from '../../agent/lib/dir-watcher.js';
 import type { ChannelSpec } from '../../agent/config/types.js';
 import { FakeClock } from '../support/fake-clock.js';
 

@@ -8,7 +8,8 @@ import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../agent/lib/logger.js';
-import { MEDIA_EVENT_COALESCE_MS, MediaWatcher, type MediaWatcherOptions, type ReadyFile, type WatchMediaDir } from '../../agent/uploads/media-watcher.js';
+import { WATCH_COALESCE_MS, type WatchDir } from '../../agent/lib/dir-watcher.js';
+import { MediaWatcher, type MediaWatcherOptions, type ReadyFile } from '../../agent/uploads/media-watcher.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const SETTLE = 10_000;
@@ -211,7 +212,7 @@ describe('MediaWatcher: once per file version', () => {
 
   test('stop cancels every timer and closes the watches', async () => {
     const closed: string[] = [];
-    const watch: WatchMediaDir = (d) => ({ close: () => void closed.push(d) });
+    const watch: WatchDir = (d) => ({ close: () => void closed.push(d) });
     const { clock, w, put, dir } = setup({ watch });
     put('video/G001.mp4', 'x');
     w.start();
@@ -231,7 +232,7 @@ describe('MediaWatcher: watches and read errors', () => {
 
   test('an event brings the scan forward, coalesced; changes of a file already waiting do not', async () => {
     const armed: FakeWatch[] = [];
-    const watch: WatchMediaDir = (dir, fire, die) => {
+    const watch: WatchDir = (dir, fire, die) => {
       armed.push({ dir, fire, die });
       return { close: () => undefined };
     };
@@ -250,14 +251,14 @@ describe('MediaWatcher: watches and read errors', () => {
     root.fire('rename', 'H002.mp4');
     root.fire('change', undefined);
     expect(clock.pendingCount).toBe(before + 1);
-    await clock.advance(MEDIA_EVENT_COALESCE_MS);
+    await clock.advance(WATCH_COALESCE_MS);
     expect(names()).toEqual(['H002.mp4']);
   });
 
   test('a watch that cannot start or dies never crashes the watcher; it is armed again by the tick', async () => {
     let calls = 0;
     const armed: FakeWatch[] = [];
-    const watch: WatchMediaDir = (dir, fire, die) => {
+    const watch: WatchDir = (dir, fire, die) => {
       calls += 1;
       if (calls === 1) throw Object.assign(new Error('no inotify watches left'), { code: 'ENOSPC' });
       armed.push({ dir, fire, die });
@@ -282,7 +283,7 @@ describe('MediaWatcher: watches and read errors', () => {
     put('J001.mp4', 'x', OLD);
     for (let i = 0; i < 100 && names().length === 0; i++) {
       await new Promise((r) => setTimeout(r, 20));
-      await clock.advance(MEDIA_EVENT_COALESCE_MS);
+      await clock.advance(WATCH_COALESCE_MS);
     }
     expect(names()).toEqual(['J001.mp4']);
   });
