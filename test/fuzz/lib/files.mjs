@@ -188,7 +188,7 @@ function configContent(rng) {
     [1, () => ({ text: rng.pick(['[]', '"x"', '5', 'null', 'true']), label: 'not-an-object', fatal: true })],
     [2, () => ({ text: JSON.stringify({ firmwareVersionFile: 'firmware-version', [rng.pick(['fuzzKey', 'apiURL', 'state_dir', '__proto__x'])]: 1 }), label: 'unknown-key', fatal: true })],
     [3, () => {
-      const [k, v] = rng.pick([['logLevel', 5], ['logLevel', 'verbose'], ['queueMaxBytes', 'many'], ['queueMaxBytes', 1], ['queueMaxBytes', -5], ['deleteAfterUpload', 'maybe'], ['mediaSettleSeconds', -1], ['mediaSettleSeconds', 'soon'], ['uploadWindowMinutes', 99999], ['uploadWindowCron', '* * *'], ['firmwareVersion', 'v1.6.0'], ['clientId', ''], ['firmwareVersionFile', 7], ['logLevel', null], ['logLevel', ['info']]]);
+      const [k, v] = rng.pick([['logLevel', 5], ['logLevel', 'verbose'], ['queueMaxBytes', 'many'], ['queueMaxBytes', 1], ['queueMaxBytes', -5], ['deleteAfterUpload', 'maybe'], ['mediaSettleSeconds', -1], ['mediaSettleSeconds', 'soon'], ['uploadWindowMinutes', 99999], ['uploadWindowCron', '* * *'], ['firmwareVersion', 'v1.6.0'], ['firmwareVersionFile', 7], ['logLevel', null], ['logLevel', ['info']]]);
       return { text: JSON.stringify({ firmwareVersionFile: 'firmware-version', [k]: v }), label: `bad-value-${k}`, fatal: true };
     }],
     [1, () => ({ text: `{"firmwareVersionFile":"firmware-version","logLevel":${deepJson(rng.pick([1000, 100_000]))}}`, label: 'deep-nesting', fatal: true })],
@@ -412,7 +412,8 @@ const BREAKAGES = [
   // state dir
   [4, (rng) => {
     const kind = rng.pick([...DIR_KINDS, 'missing']);
-    const effects = kind === 'missing'
+    // A dangling link is a dir that is not there: read as missing.
+    const effects = kind === 'missing' || kind === 'dangling'
       ? { check: { exits: [77, 78] } }
       : { check: { exits: [77, 78] }, queue: 'nonzero', upload: 'nonzero', pair: 'nonzero' };
     return { slot: 'state', label: `state dir is ${kind}`, apply: (rig) => breakDir(rig.state, kind), effect: (cmd) => effects[cmd] ?? 'any' };

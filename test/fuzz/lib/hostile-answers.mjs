@@ -418,6 +418,11 @@ function garbageHeaders(rng) {
     h.push(['Set-Cookie', 'session=fuzz; Path=/'], ['Connection', rng.pick(['close', 'keep-alive', 'upgrade', 'garbage'])]);
     label.push('connection');
   }
+  if (rng.chance(0.2)) {
+    // What node:http servers and proxies send: the agent's socket pool reads it (agent/api/transport.ts IDLE_SOCKET_MS).
+    h.push(['Keep-Alive', rng.pick(['timeout=5', 'timeout=0', 'timeout=1, max=1', 'timeout=-5', 'timeout=99999999999', 'garbage', 'max=0'])]);
+    label.push('keep-alive');
+  }
   return { headers: h, label: label.join('+') };
 }
 

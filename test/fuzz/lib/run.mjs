@@ -48,7 +48,7 @@ export async function runTarget(o) {
   };
 
   async function one(caseNo, bundle, fakeCloud) {
-    const tmp = mkdtempSync(path.join(o.tmpRoot ?? tmpdir(), `c2c-fuzz-${o.target}-`));
+    const tmp = mkdtempSync(path.join(o.tmpRoot ?? tmpdir(), `agentfuzz-${o.target}-`));
     const rng = new Rng(caseSeed(o.seed, caseNo));
     let res;
     try {
@@ -86,7 +86,7 @@ export async function runTarget(o) {
   // The run uses its own copy of the bundle: a rebuild of dist/ mid-run (others fix the agent
   // meanwhile) must not mix two agents in one run; the copy's dir is world-readable for cases
   // that run the agent as another user.
-  const own = mkdtempSync(path.join(o.tmpRoot ?? tmpdir(), 'c2c-fuzz-bundle-'));
+  const own = mkdtempSync(path.join(o.tmpRoot ?? tmpdir(), 'agentfuzz-bundle-'));
   chmodSync(own, 0o755);
   const copy = (file, name) => {
     if (file === undefined) return undefined;
