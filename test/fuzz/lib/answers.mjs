@@ -134,13 +134,32 @@ async function pairCase(ctx, world, server) {
   const args = ['pair', '--json', '--timeout', String(timeoutS)];
   // The last poll may start just before the deadline, then storing and GET /v2/devices/me: three cut-offs at most.
   const timeoutMs = ((timeoutS * 1000 + 3 * REQUEST_CUTOFF_MS) / CLI_SCALE) + MARGIN_MS;
-  const r = await run(process.execPath, [ctx.bundle, ...args], { env: rig.env, cwd: ctx.tmp, timeoutMs });
-  const problems = cliProblems(r, { label: 'pair', json: 'lines', secrets: world.secrets });
+  // Sometimes the person gives up: SIGTERM at any step after the code is shown must end it at once
+  // with 143 and nothing stored (README "Pairing").
+  const termAt = rng.chance(0.2) ? rng.int(0, 1500) : undefined;
+  let termTimer;
+  let termSent;
+  const p = start(process.execPath, [ctx.bundle, ...args], {
+    env: rig.env,
+    cwd: ctx.tmp,
+    timeoutMs,
+    onData: (which) => {
+      if (termAt === undefined || which !== 'stdout' || termTimer !== undefined) return;
+      termTimer = setTimeout(() => {
+        termSent = Date.now();
+        p.signal('SIGTERM');
+      }, termAt);
+    },
+  });
+  const r = await p.done;
+  clearTimeout(termTimer);
+  const problems = cliProblems(r, { label: 'pair', json: 'lines', secrets: world.secrets, extraExits: termSent === undefined ? [] : [143] });
+  if (termSent !== undefined && Date.now() - termSent > 5_000) problems.push(problem('wrong', 'pair:slow-to-cancel', `exited ${Date.now() - termSent} ms after SIGTERM`));
   problems.push(...redirectProblems(server, 'pair'));
   const me = answered(server, 'me');
   const last = me[me.length - 1];
   const desc = [
-    `c2c-agent ${args.join(' ')}`,
+    `c2c-agent ${args.join(' ')}${termAt === undefined ? '' : ` (SIGTERM ${termAt} ms after its first line)`}`,
     `device/code -> ${answered(server, 'code').map((e) => e.label).slice(0, 4).join('; ') || '(never asked)'}`,
     `token polls: ${answered(server, 'poll').length}, last -> ${answered(server, 'poll').slice(-1)[0]?.label ?? '(none)'}`,
     `GET /v2/devices/me -> ${me.map((e) => e.label).join('; ') || '(never asked)'}`,
@@ -239,6 +258,11 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   const desc = [`c2c-agent run --time-scale ${scale} for ${seconds} s real (${retryOnly ? 'uploads answered only with what a client must retry' : 'any answers'}), ${files} clip(s), token lifetime ${lifetimeS} s`];
   const problems = [];
   const d = start(process.execPath, [ctx.bundle, 'run'], { env, cwd: ctx.tmp, timeoutMs: Infinity });
+  // SIGHUP (`systemctl reload`, or `pair` telling the daemon of new credentials) at any moment, start-up included:
+  // the daemon reloads, it never dies of it.
+  const hups = Array.from({ length: rng.weighted([[5, 0], [3, 1], [2, 2]]) }, () => (rng.chance(0.4) ? rng.int(20, 400) : rng.int(500, seconds * 1000 - 500)));
+  const hupTimers = hups.map((ms) => setTimeout(() => d.signal('SIGHUP'), ms));
+  if (hups.length > 0) desc.push(`SIGHUP at ${hups.sort((a, b) => a - b).join(', ')} ms`);
   let maxFds = 0;
   const sampler = setInterval(() => {
     const f = d.pid === undefined ? undefined : openFds(d.pid);
@@ -279,6 +303,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
     }
   } finally {
     clearInterval(sampler);
+    for (const t of hupTimers) clearTimeout(t);
     d.kill();
   }
   const r = await d.done;

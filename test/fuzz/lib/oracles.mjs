@@ -30,7 +30,7 @@ export function leakedSecret(text, secrets) {
  * in signatures ("check", "pair"); `json` is 'object' (one JSON object),
  * 'lines' (pair's JSON Lines) or undefined (human output).
  */
-export function cliProblems(r, { label, json, secrets = [] }) {
+export function cliProblems(r, { label, json, secrets = [], extraExits = [] }) {
   const out = [];
   if (r.spawnError) return [problem('crash', `${label}:spawn`, r.spawnError)];
   if (r.timedOut) out.push(problem('hang', `${label}:hang`, `killed after ${r.ms} ms without exiting; stdout ${firstLine(r.stdout)}; stderr ${firstLine(r.stderr)}`));
@@ -38,7 +38,7 @@ export function cliProblems(r, { label, json, secrets = [] }) {
   if (r.timedOut || r.rssKilled) return out;
   if (r.signal) out.push(problem('crash', `${label}:signal-${r.signal}`, `died of ${r.signal}; stderr ${firstLine(r.stderr)}`));
   else if (r.code === 1) out.push(problem('crash', `${label}:exit1`, `exit 1 (internal error): ${firstLine(r.stderr)}`));
-  else if (!CONTRACT_EXITS.has(r.code)) out.push(problem('wrong', `${label}:exit-${r.code}`, `exit ${r.code} is not a contract code; stderr ${firstLine(r.stderr)}`));
+  else if (!CONTRACT_EXITS.has(r.code) && !extraExits.includes(r.code)) out.push(problem('wrong', `${label}:exit-${r.code}`, `exit ${r.code} is not a contract code; stderr ${firstLine(r.stderr)}`));
   if (/internal error|please report|\bat [\w.<>]+ \(.*:\d+:\d+\)/i.test(r.stderr)) {
     out.push(problem('crash', `${label}:internal-error`, `stderr says ${firstLine(r.stderr)}`));
   }
