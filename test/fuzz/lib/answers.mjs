@@ -2,7 +2,7 @@
 // Each case draws one command (check, pair, unpair, or a daemon run for a few
 // real seconds at a high --time-scale) and a hostile server whose answer to
 // each request is drawn per endpoint (hostile-answers.mjs). Oracles: the
-// contract's exit codes and output shapes (oracles.mjs), the exit code that
+// README's exit codes and output shapes (oracles.mjs), the exit code that
 // fits the answer check got, no credentials kept unless pairing was verified,
 // a daemon that stays up, stops with 0 on SIGTERM, keeps no dead sockets,
 // never heartbeats under 60 agent seconds apart and never gives up on an

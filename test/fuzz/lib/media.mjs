@@ -28,7 +28,7 @@ const CHANNEL = 'video';
 const MiB = 1024 * 1024;
 const sha = (b) => createHash('sha256').update(b).digest('hex');
 
-/** The fake's own per-part hashes for `data` split into n parts (device-lifecycle.md §7: chunk = ceil(size / n), the last to EOF). */
+/** The fake's own per-part hashes for `data` split into n parts (docs/service-api.md, "Uploads": part = ceil(size / n), the last to EOF). */
 function partHashes(data, n) {
   const chunk = Math.ceil(data.length / n);
   return Array.from({ length: n }, (_, i) => {
