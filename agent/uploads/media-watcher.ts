@@ -4,7 +4,11 @@
 // first shows up with an mtime already older than that (written elsewhere,
 // then renamed into place). Each file is reported once per (dev, ino,
 // size, mtime) for the watcher's life: whether it was uploaded before is the
-// upload index's question, not this one's.
+// upload index's question, not this one's. One file behind two names (a link
+// in the dir) is reported once; but a file whose reported name is gone was
+// renamed, and is offered again under its new name: a clip renamed while it
+// waited in the queue would otherwise never go (its queued item finds the old
+// path gone).
 //
 // Scope: the dir itself and, for each channel key, the sub-folder of that
 // name (its files belong to that channel); nothing deeper. Dot files and
@@ -118,7 +122,8 @@ const sigOf = (s: MediaStat): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs
 export class MediaWatcher {
   private running = false;
   private readonly pending = new Map<string, Pending>();
-  private readonly reported = new Set<string>();
+  /** Each version reported, with the name it was reported under. */
+  private readonly reported = new Map<string, string>();
   private settleTimer: { timer: Timer; at: number } | undefined;
   private readonly dirs: DirWatcher;
   /** The last read error logged per directory, so a card that stays unreadable logs once, not every tick. */
@@ -229,7 +234,8 @@ export class MediaWatcher {
     if (!st.isFile()) return this.skip(scan, full, `${kindOf(st)}, not a regular file`);
     scan.seen.add(full);
     const sig = sigOf(st);
-    if (this.reported.has(sig)) {
+    const reportedAs = this.reported.get(sig);
+    if (reportedAs !== undefined && (reportedAs === full || existsSync(reportedAs))) {
       this.pending.delete(full);
       return;
     }
@@ -239,7 +245,7 @@ export class MediaWatcher {
     // mtime is wall time by nature; only the wall clock can tell how old it is.
     if ((held && scan.now - prev.since >= settleMs) || (!held && scan.wall - st.mtimeMs > settleMs)) {
       this.pending.delete(full);
-      this.reported.add(sig);
+      this.reported.set(sig, full);
       const f: ReadyFile = { path: full, name, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
       if (channelKey !== undefined) f.channelKey = channelKey;
       scan.ready.push(f);
