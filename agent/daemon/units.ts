@@ -137,10 +137,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           onSkipped: () => bus.emit('statusChanged', {}),
           logger,
         });
-  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, changed: () => bus.emit('statusChanged', {}), close: () => storage.close() });
-  // Registered for the unit (removed when it stops) until UploadsUnit subscribes itself.
-  bus.on('mediaFileReady', uploads, ({ file }) => uploads.fileReady(file));
-  bus.on('bytesSent', uploads, ({ bytes }) => uploads.bytesSent(bytes));
+  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, close: () => storage.close() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
   // Started in this order, stopped in reverse. The status file listens before the

@@ -13,6 +13,7 @@ import { DirWatcher } from '../lib/dir-watcher.js';
 import type { Logger } from '../lib/logger.js';
 import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../core/unit.js';
+import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections, UploadsSection } from '../core/status-document.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
@@ -33,8 +34,8 @@ export interface UploadsUnitDeps {
   urls?: { sweep(keep: Set<string>): Promise<number> };
   clock: Clock;
   logger?: Logger;
-  /** The status file should show new figures. */
-  changed: () => void;
+  /** Listened to while the unit runs: mediaFileReady (a clip to queue) and bytesSent (the rate); statusChanged is published on it. */
+  bus: EventBus;
   /** Releases what uploads hold open (the storage client's sockets). */
   close?: () => void;
 }
@@ -71,6 +72,8 @@ export class UploadsUnit implements DaemonUnit {
 
   start(): void {
     this.running = true;
+    this.d.bus.on('mediaFileReady', this, ({ file }) => this.fileReady(file));
+    this.d.bus.on('bytesSent', this, ({ bytes }) => this.bytesSent(bytes));
     this.work = this.d.index.load().then(
       () => {
         if (!this.running) return;
@@ -85,6 +88,7 @@ export class UploadsUnit implements DaemonUnit {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.d.bus.removeListeners(this);
     this.settleTimer?.cancel();
     this.settleTimer = undefined;
     this.incoming?.stop();
@@ -104,7 +108,7 @@ export class UploadsUnit implements DaemonUnit {
     const now = this.d.clock.now();
     this.sent.push({ at: now, bytes: n });
     this.sent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS);
-    this.d.changed();
+    this.d.bus.emit('statusChanged', {});
   }
 
   report(): Pick<Partial<StatusSections>, 'uploads'> {
@@ -136,7 +140,7 @@ export class UploadsUnit implements DaemonUnit {
     try {
       await this.d.outbox.put(UPLOAD_KIND, p);
       this.d.logger?.info({ name: p.name, bytes: p.size, channel: p.channelKey }, 'upload queued');
-      this.d.changed();
+      this.d.bus.emit('statusChanged', {});
     } catch (err) {
       this.d.logger?.warn({ err: String(err), name: p.name }, 'cannot queue an upload');
     }

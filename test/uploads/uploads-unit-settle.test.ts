@@ -5,6 +5,7 @@
 // that is gone is forgotten. Requests are deduplicated against what is
 // pending: `upload f` twice is one item (cause 3). The unit's report carries
 // the watcher's skipped list (cause 8).
+import { EventBus } from '../../agent/core/event-bus.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,7 +42,7 @@ function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more:
     queueDir,
     settleMs: SETTLE,
     clock,
-    changed: () => undefined,
+    bus: new EventBus(),
   });
   const clip = path.join(dir, 'clip.mp4');
   writeFileSync(clip, 'first version');

@@ -1,5 +1,6 @@
 // UploadsUnit takes `c2c-agent upload` requests from the queue's incoming/
 // folder as they arrive (a watch), not at its slow fallback look.
+import { EventBus } from '../../agent/core/event-bus.js';
 import { describe, it, expect, afterEach } from '@jest/globals';
 import { mkdtempSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,7 +34,7 @@ function rig() {
     queueDir,
     settleMs: 10_000,
     clock,
-    changed: () => undefined,
+    bus: new EventBus(),
   });
   return { queueDir, clock, puts, unit };
 }
