@@ -22,6 +22,7 @@
 // warning with the reason, and kept in a short list `queue` and the status
 // document show. The list holds at most SKIPPED_LIST_MAX entries; past that
 // they are only counted, so a dir of 100,000 junk entries costs a number.
+import type { MediaFileFacts } from '../core/event-bus.js';
 import { existsSync, lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { describeFileType } from '../lib/bounded-read.js';
@@ -48,16 +49,8 @@ export interface SkippedView {
   more: number;
 }
 
-export interface ReadyFile {
-  path: string;
-  name: string;
-  size: number;
-  mtimeMs: number;
-  ino: number;
-  dev: number;
-  /** Set when the file sits in a channel's sub-folder. */
-  channelKey?: string;
-}
+/** A finished file as the watcher reports it: the bus's MediaFileFacts before its type is known. */
+export type ReadyFile = Omit<MediaFileFacts, 'filetype' | 'extension'>;
 
 /** What the watcher reads of a path; node's Stats fits. */
 export interface MediaStat {
