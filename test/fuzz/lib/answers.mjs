@@ -258,11 +258,23 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   const desc = [`c2c-agent run --time-scale ${scale} for ${seconds} s real (${retryOnly ? 'uploads answered only with what a client must retry' : 'any answers'}), ${files} clip(s), token lifetime ${lifetimeS} s`];
   const problems = [];
   const d = start(process.execPath, [ctx.bundle, 'run'], { env, cwd: ctx.tmp, timeoutMs: Infinity });
-  // SIGHUP (`systemctl reload`, or `pair` telling the daemon of new credentials) at any moment, start-up included:
-  // the daemon reloads, it never dies of it.
-  const hups = Array.from({ length: rng.weighted([[5, 0], [3, 1], [2, 2]]) }, () => (rng.chance(0.4) ? rng.int(20, 400) : rng.int(500, seconds * 1000 - 500)));
-  const hupTimers = hups.map((ms) => setTimeout(() => d.signal('SIGHUP'), ms));
-  if (hups.length > 0) desc.push(`SIGHUP at ${hups.sort((a, b) => a - b).join(', ')} ms`);
+  // SIGHUP (`systemctl reload`, or `pair` telling the daemon of new credentials) at any moment: the daemon
+  // reloads, it never dies of it. `pair` finds the daemon's pid in run.lock, so the earliest SIGHUP that can
+  // come is one the moment run.lock appears (README "Files": run.lock, pid and process start time).
+  const hups = Array.from({ length: rng.weighted([[5, 0], [3, 1], [2, 2]]) }, () => (rng.chance(0.4) ? 'at run.lock' : rng.int(500, seconds * 1000 - 500)));
+  const lockFile = path.join(rig.dirs.run, 'run.lock');
+  const hupTimers = hups.map((when) => {
+    if (when !== 'at run.lock') return setTimeout(() => d.signal('SIGHUP'), when);
+    const t0 = Date.now();
+    const poll = setInterval(() => {
+      if (existsSync(lockFile) || Date.now() - t0 > 5_000) {
+        clearInterval(poll);
+        d.signal('SIGHUP');
+      }
+    }, 2);
+    return poll;
+  });
+  if (hups.length > 0) desc.push(`SIGHUP ${hups.map((h) => (typeof h === 'number' ? `at ${h} ms` : h)).join(', ')}`);
   let maxFds = 0;
   const sampler = setInterval(() => {
     const f = d.pid === undefined ? undefined : openFds(d.pid);
@@ -303,7 +315,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
     }
   } finally {
     clearInterval(sampler);
-    for (const t of hupTimers) clearTimeout(t);
+    for (const t of hupTimers) clearInterval(t); // clears a timeout as well
     d.kill();
   }
   const r = await d.done;
@@ -337,7 +349,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   const dead = (v?.items ?? []).filter((i) => i.kind === 'upload' && (i.state === 'dead' || i.upload?.state === 'dead-lettered'));
   for (const i of dead) {
     if (allRetryable && !/gave up after/i.test(String(i.reason ?? ''))) {
-      problems.push(problem('wrong', 'daemon:upload-dead-lettered-on-retryable', `upload ${i.upload?.name ?? i.id} dead-lettered (${String(i.reason ?? '').slice(0, 160)}) though every upload answer was one to retry`));
+      problems.push(problem('wrong', 'daemon:upload-dead-lettered-on-retryable', `upload ${i.upload?.name ?? i.id} dead-lettered (${String(i.reason ?? '').slice(0, 160)}) though every upload answer was one to retry: ${uploadAnswers.map((e) => `${e.method} ${e.path} -> ${e.label}`).join('; ').slice(0, 1500)}`));
     }
   }
   desc.push(`requests: ${[...server.counts].map(([k, n]) => `${k} ${n}`).join(', ')}`);

@@ -673,7 +673,9 @@ export function checkExits(o) {
 
 /** Would a correct client try this again (network, 5xx, 429, 401, a garbled 2xx)? README "Channels and the offline queue". */
 export function retryable(o, route) {
-  if (o.kind !== 'answer' || o.slow) return true;
+  // No usable answer (or one that may come too late): the network's fault, retried. An odd one may be taken as it is.
+  if (o.kind !== 'answer' && o.kind !== 'odd') return true;
+  if (o.slow) return true;
   const s = o.status;
   // A 2xx whose body is unusable (an upload URL carrying credentials, say) is not in the README's list of what is retried.
   if (s >= 200 && s < 300) return o.quality === 'ok' || o.quality === 'n/a';

@@ -9,7 +9,7 @@ export const CONTRACT_EXITS = new Set([0, 64, 69, 75, 76, 77, 78]);
 /** Longest stderr line on failure: a message that echoes a multi-MB value is a bug. */
 export const MAX_STDERR = 2048;
 
-export const problem = (cat, sig, msg) => ({ cat, sig, msg: clip(msg, 600) });
+export const problem = (cat, sig, msg) => ({ cat, sig, msg: clip(msg, 2000) });
 
 export function clip(s, n = 300) {
   const t = String(s).replace(/[\u0000-\u0008\u000b-\u001f]/g, '?');
