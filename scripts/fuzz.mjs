@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { TARGETS, freshSeed, replayCommand, runTarget } from '../test/fuzz/lib/run.mjs';
+import { TARGETS, freshSeed, killAll, replayCommand, runTarget } from '../test/fuzz/lib/run.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const USAGE = 'usage: node scripts/fuzz.mjs [--target answers|files|media|all] [--seed S] [--cases N] [--minutes M] [--case N] [--jobs N] [--verbose] [--bundle FILE] [--fake-cloud FILE]';
@@ -70,13 +70,19 @@ const bundle = path.resolve(values.bundle ?? path.join(root, 'dist/c2c-agent.mjs
 const fakeCloud = path.resolve(values['fake-cloud'] ?? path.join(root, 'dist/fake-cloud.mjs'));
 if (!existsSync(bundle)) usage(`${bundle} is missing: run npm run build (npm run fuzz builds it)`);
 
-// Ctrl-C: the runner's finally kills every child; a second one quits at once.
+// Ctrl-C (or SIGTERM): no new case starts, the cases in flight finish and the runner kills what is
+// left; a second one kills every child now and quits.
 let interrupted = false;
-process.on('SIGINT', () => {
-  if (interrupted) process.exit(130);
-  interrupted = true;
-  process.stderr.write('fuzz: interrupted; stopping after the cases in flight\n');
-});
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    if (interrupted) {
+      void killAll().finally(() => process.exit(130));
+      return;
+    }
+    interrupted = true;
+    process.stderr.write('fuzz: interrupted; stopping after the cases in flight\n');
+  });
+}
 
 process.stdout.write(`fuzz: seed ${seed}${only !== undefined ? `, case ${only}` : ''}${cases !== undefined ? `, ${cases} cases per target` : ''}${minutes !== undefined ? `, ${minutes} minutes per target` : ''}\n`);
 const results = [];
@@ -89,7 +95,8 @@ for (const target of targets) {
     seed,
     cases,
     only,
-    deadline: interrupted ? Date.now() : deadline,
+    deadline,
+    stop: () => interrupted,
     jobs: jobs ?? (target === 'media' ? 1 : 2),
     verbose: values.verbose,
     replayExtra: `${values.bundle ? ` --bundle ${bundle}` : ''}${values['fake-cloud'] ? ` --fake-cloud ${fakeCloud}` : ''}`,

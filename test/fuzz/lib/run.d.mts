@@ -42,6 +42,8 @@ export interface FuzzRunOptions {
   log?: (line: string) => void;
   verbose?: boolean;
   replayExtra?: string;
+  /** Asked before each case: true ends the run (Ctrl-C). */
+  stop?: () => boolean;
 }
 export declare const TARGETS: Record<string, unknown>;
 export declare function runTarget(o: FuzzRunOptions): Promise<FuzzResult>;

@@ -41,6 +41,7 @@ export async function runTarget(o) {
   const failures = [];
   let next = 0;
   const take = () => {
+    if (o.stop?.()) return undefined;
     if (numbers) return next < numbers.length ? numbers[next++] : undefined;
     if (o.cases !== undefined && next >= o.cases) return undefined;
     if (o.deadline !== undefined && Date.now() >= o.deadline) return undefined;
