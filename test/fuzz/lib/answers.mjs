@@ -167,7 +167,11 @@ async function pairCase(ctx, world, server) {
   const stored = existsSync(rig.tokenFile);
   if (!r.timedOut && !r.rssKilled && r.signal === null) {
     if (r.code !== 0 && stored) {
-      problems.push(problem('wrong', 'pair:stored-unverified', `exit ${r.code} but ${path.basename(rig.tokenFile)} was written (verification: ${last ? last.label : 'never asked'})`));
+      // Grouped by what the verification met: agent/cli/pair.ts keeps an unverified grant on purpose when the
+      // last failure looked temporary (network, 5xx, 429), which this oracle still counts, apart from the rest.
+      const o = last?.outcome;
+      const temporary = o !== undefined && (o.kind === 'hang' || o.kind === 'broken' || o.kind === 'upgrade' || o.slow || o.status === 429 || (o.status >= 500 && o.status < 600));
+      problems.push(problem('wrong', `pair:stored-unverified${temporary ? '-after-temporary-failure' : ''}`, `exit ${r.code} but ${path.basename(rig.tokenFile)} was written (verification: ${last ? last.label : 'never asked'})`));
     }
     if (r.code === 0) {
       if (!stored) problems.push(problem('wrong', 'pair:exit0-nothing-stored', 'exit 0 but no credentials file'));
