@@ -58,6 +58,12 @@ async function prepareRuntimeDir(dir: string): Promise<void> {
 
 /** Runs the daemon until SIGTERM or SIGINT; resolves with the exit code. */
 export async function runDaemon(settings: Settings, agentVersion: string): Promise<number> {
+  // SIGHUP's default action ends the process. `pair` sends it as soon as run.lock
+  // names a pid, which is before the units run. Until the controller can reload,
+  // a SIGHUP asks for nothing the start-up does not do anyway (the controller
+  // reads the credentials as it starts), so it is taken and dropped.
+  const earlyHup = (): void => undefined;
+  process.on('SIGHUP', earlyHup);
   const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
   const logger = createLogger(settings.logLevel);
   const clock = new SystemClock(settings.timeScale);
@@ -145,6 +151,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
+    process.off('SIGHUP', earlyHup);
     process.on('SIGHUP', () => controller.reload());
     process.on('unhandledRejection', (err) => logger.error({ err: String(err) }, 'unhandled rejection (a bug); carrying on'));
     process.on('uncaughtException', crashHandler(logger, () => lock.release(), (code) => process.exit(code)));

@@ -3,10 +3,10 @@
 // a full spacing, warn once), temp files a kill -9 left (swept at start).
 // The built bundle against the fake cloud at --time-scale 60.
 import { describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useCloudAndAgentDirs } from './setup.js';
-import { startAgent, waitFor } from './agent-process.js';
+import { startAgent, status, waitFor } from './agent-process.js';
 
 const SCALE = 60;
 const fx = useCloudAndAgentDirs(SCALE);
@@ -48,5 +48,29 @@ describe('c2c-agent run and a dirty runtime dir', () => {
     } catch (err) {
       throw new Error(`${(err as Error).message}\nagent output:\n${agent.output()}`);
     }
+  }, 30_000);
+
+  it('a SIGHUP the moment run.lock appears (pair nudging a daemon still starting) is taken, never fatal', async () => {
+    const { cloud, dirs } = fx;
+    const device = cloud.devices[0]!;
+    const lock = join(dirs.runtimeDir, 'run.lock');
+    const agent = startAgent({ apiUrl: cloud.url, token: device.accessToken, dirs, timeScale: SCALE });
+    // As `pair` does: signal the pid as soon as the lock names it.
+    const names = (): boolean => {
+      try {
+        return (JSON.parse(readFileSync(lock, 'utf8')) as { pid?: unknown }).pid === agent.pid;
+      } catch {
+        return false;
+      }
+    };
+    await waitFor('run.lock naming the agent', names, 10_000, 0);
+    agent.child.kill('SIGHUP');
+    try {
+      await waitFor('online after the early SIGHUP', async () => (await status(dirs, cloud.url, SCALE)).json.state === 'online', 15_000, 50);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nagent output:\n${agent.output()}`);
+    }
+    agent.child.kill('SIGTERM');
+    expect(await agent.exited).toEqual({ code: 0, signal: null });
   }, 30_000);
 });
