@@ -228,9 +228,13 @@ export class MediaWatcher {
     scan.seen.add(full);
     const sig = sigOf(st);
     const reportedAs = this.reported.get(sig);
-    if (reportedAs !== undefined && (reportedAs === full || existsSync(reportedAs))) {
+    if (reportedAs === full) {
       this.pending.delete(full);
       return;
+    }
+    if (reportedAs !== undefined && existsSync(reportedAs)) {
+      this.pending.delete(full);
+      return this.skip(scan, full, `a second name for ${quote(path.relative(this.root, reportedAs))}, which is uploaded once, under that name`);
     }
     const settleMs = Math.max(0, this.options.settleMs);
     const prev = this.pending.get(full);

@@ -164,9 +164,11 @@ describe('MediaWatcher: folders', () => {
     symlinkSync(path.join(dir, 'nowhere'), path.join(dir, 'dangling.mp4'));
     symlinkSync(path.join(dir, 'video'), path.join(dir, 'link-dir'));
     w.start();
-    // One file behind two names is still one file.
+    // One file behind two names is still one file, and the other name is said to be skipped, with why.
     expect(names()).toHaveLength(1);
     expect(['real.mp4', 'link-in.mp4']).toContain(names()[0]);
+    const other = names()[0] === 'real.mp4' ? 'video/link-in.mp4' : 'real.mp4';
+    expect(w.skipped().entries.find((e) => e.name === other)?.reason).toMatch(/^a second name for '.+', which is uploaded once/);
   });
 });
 
