@@ -167,11 +167,11 @@ async function pairCase(ctx, world, server) {
   const stored = existsSync(rig.tokenFile);
   if (!r.timedOut && !r.rssKilled && r.signal === null) {
     if (r.code !== 0 && stored) {
-      // Grouped by what the verification met: agent/cli/pair.ts keeps an unverified grant on purpose when the
-      // last failure looked temporary (network, 5xx, 429), which this oracle still counts, apart from the rest.
-      const o = last?.outcome;
-      const temporary = o !== undefined && (o.kind === 'hang' || o.kind === 'broken' || o.kind === 'upgrade' || o.slow || o.status === 429 || (o.status >= 500 && o.status < 600));
-      problems.push(problem('wrong', `pair:stored-unverified${temporary ? '-after-temporary-failure' : ''}`, `exit ${r.code} but ${path.basename(rig.tokenFile)} was written (verification: ${last ? last.label : 'never asked'})`));
+      // agent/cli/pair.ts keeps a grant it could not verify only when the last failure was temporary (the
+      // network, a 5xx, a 429: exit 69 or 75), and says so: the service revoked the unit's previous tokens
+      // when it issued these. Refused, or met with an answer that is not the service's, it stores nothing.
+      const keptAndSaid = (r.code === 69 || r.code === 75) && /credentials are stored/.test(r.stderr);
+      if (!keptAndSaid) problems.push(problem('wrong', 'pair:stored-unverified', `exit ${r.code} but ${path.basename(rig.tokenFile)} was written (verification: ${last ? last.label : 'never asked'})`));
     }
     if (r.code === 0) {
       if (!stored) problems.push(problem('wrong', 'pair:exit0-nothing-stored', 'exit 0 but no credentials file'));

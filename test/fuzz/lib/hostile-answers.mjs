@@ -479,7 +479,7 @@ export function drawFraming(rng, mix) {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Content-Length', String(c.body.length + rng.int(1, 5000))]]), c.body]));
       return 'close';
     } }],
-    [2, { label: 'cl-too-long-hang', kind: 'hang', write: async (io, c) => {
+    [2, { label: 'cl-too-long-hang', kind: 'hang', statusSent: true, write: async (io, c) => {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Content-Length', String(c.body.length + rng.int(1, 5000))]]), c.body]));
       return 'hang';
     } }],
@@ -503,7 +503,7 @@ export function drawFraming(rng, mix) {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Transfer-Encoding', 'chunked']]), Buffer.from(`${(c.body.length + 10).toString(16)}\r\n`), c.body]));
       return 'close';
     } }],
-    [1, { label: 'chunked-truncated-hang', kind: 'hang', write: async (io, c) => {
+    [1, { label: 'chunked-truncated-hang', kind: 'hang', statusSent: true, write: async (io, c) => {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Transfer-Encoding', 'chunked']]), Buffer.from(`${c.body.length.toString(16)}\r\n`), c.body, Buffer.from('\r\n')]));
       return 'hang';
     } }],
@@ -527,7 +527,7 @@ export function drawFraming(rng, mix) {
       }
       return 'keep';
     } }],
-    [2, { label: 'headers-then-hang', kind: 'hang', write: async (io, c) => {
+    [2, { label: 'headers-then-hang', kind: 'hang', statusSent: true, write: async (io, c) => {
       await io.write(cl(c));
       return 'hang';
     } }],
@@ -535,8 +535,13 @@ export function drawFraming(rng, mix) {
       await io.write(Buffer.concat([cl(c), c.body, Buffer.from(rng.pick(['HTTP/1.1 500 Oops\r\n\r\n', 'garbage\r\n\r\n', '\u0000\u0001\u0002']))]));
       return 'keep';
     } }],
-    [2, { label: 'informational-first', kind: 'answer', write: async (io, c) => {
-      for (let i = 0; i < rng.int(1, 3); i++) await io.write(rng.pick(['HTTP/1.1 100 Continue\r\n\r\n', 'HTTP/1.1 102 Processing\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n']));
+    [1, { label: 'continue-first', kind: 'answer', write: async (io, c) => {
+      for (let i = 0; i < rng.int(1, 3); i++) await io.write('HTTP/1.1 100 Continue\r\n\r\n');
+      return (await io.write(Buffer.concat([cl(c), c.body]))) ? 'keep' : 'close';
+    } }],
+    // A 102 or 103 is no answer of the service's (docs/service-api.md): the agent refuses it at once like a 101 (exit 76).
+    [1, { label: 'interim-first', kind: 'upgrade', write: async (io, c) => {
+      await io.write(rng.pick(['HTTP/1.1 102 Processing\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n']));
       return (await io.write(Buffer.concat([cl(c), c.body]))) ? 'keep' : 'close';
     } }],
     [1, { label: 'informational-then-hang', kind: 'hang', write: async (io) => {
@@ -634,7 +639,7 @@ export function drawAnswer(rng, world, route, req, mix) {
     kind = 'answer';
     if (quality !== 'n/a') quality = 'either';
   }
-  const outcome = { kind, status: content.status, quality, slow: framing.kind === 'slow', huge: framing.kind === 'huge' };
+  const outcome = { kind, status: content.status, quality, slow: framing.kind === 'slow', huge: framing.kind === 'huge', statusSent: framing.statusSent === true };
   const label = [content.label, hlabel, framing.label].filter((s) => s !== '').join(' / ');
   return {
     route,
@@ -659,7 +664,8 @@ export function checkExits(o) {
   const s = o.status;
   const failing = (st) => (st >= 600 ? [69, 75, 76] : st === 401 || st === 403 ? [77] : st === 429 || st >= 500 ? [75] : st >= 300 && st < 400 ? [76] : st >= 400 ? [75, 76] : [69, 75, 76]);
   let set;
-  if (o.kind === 'hang') set = [69];
+  // A status line then silence: the time limit (69), or the status itself where it says what happened (a 5xx, a 429).
+  if (o.kind === 'hang') set = [69, ...(o.statusSent && !(s >= 200 && s < 300) ? failing(s) : [])];
   else if (o.kind === 'broken') set = [69, 76, ...(s >= 500 || s === 429 ? [75] : []), ...(s === 401 || s === 403 ? [77] : [])];
   else if (o.kind === 'upgrade') set = [69, 76];
   else if (s >= 200 && s < 300) set = o.quality === 'ok' ? [0] : o.quality === 'bad' ? [76] : [0, 76];
