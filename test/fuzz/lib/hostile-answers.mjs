@@ -475,7 +475,7 @@ export function drawFraming(rng, mix) {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Connection', 'close']], undefined, rng.pick(['HTTP/1.1', 'HTTP/1.0'])), c.body]));
       return 'close';
     } }],
-    [2, { label: 'cl-too-long-close', kind: 'broken', write: async (io, c) => {
+    [2, { label: 'cl-too-long-close', kind: 'broken', statusSent: true, write: async (io, c) => {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Content-Length', String(c.body.length + rng.int(1, 5000))]]), c.body]));
       return 'close';
     } }],
@@ -495,11 +495,11 @@ export function drawFraming(rng, mix) {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Content-Length', String(c.body.length)], ['Content-Length', String(c.body.length + 7)]]), c.body]));
       return 'close';
     } }],
-    [2, { label: 'chunked-garbage', kind: 'broken', write: async (io, c) => {
+    [2, { label: 'chunked-garbage', kind: 'broken', statusSent: true, write: async (io, c) => {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Transfer-Encoding', 'chunked']]), Buffer.from(rng.pick(['zz\r\nabc\r\n', '-5\r\n', 'ffffffffffffffffff\r\nx', '5\r\nabc\r\n0\r\n\r\n', '\r\n\r\n']))]));
       return 'close';
     } }],
-    [1, { label: 'chunked-truncated-close', kind: 'broken', write: async (io, c) => {
+    [1, { label: 'chunked-truncated-close', kind: 'broken', statusSent: true, write: async (io, c) => {
       await io.write(Buffer.concat([head(c.status, [...c.headers, ['Transfer-Encoding', 'chunked']]), Buffer.from(`${(c.body.length + 10).toString(16)}\r\n`), c.body]));
       return 'close';
     } }],
@@ -666,7 +666,7 @@ export function checkExits(o) {
   let set;
   // A status line then silence: the time limit (69), or the status itself where it says what happened (a 5xx, a 429).
   if (o.kind === 'hang') set = [69, ...(o.statusSent && !(s >= 200 && s < 300) ? failing(s) : [])];
-  else if (o.kind === 'broken') set = [69, 76, ...(s >= 500 || s === 429 ? [75] : []), ...(s === 401 || s === 403 ? [77] : [])];
+  else if (o.kind === 'broken') set = [69, 76, ...(s >= 500 || s === 429 ? [75] : []), ...(s === 401 || s === 403 ? [77] : []), ...(o.statusSent && !(s >= 200 && s < 300) ? failing(s) : [])];
   else if (o.kind === 'upgrade') set = [69, 76];
   else if (s >= 200 && s < 300) set = o.quality === 'ok' ? [0] : o.quality === 'bad' ? [76] : [0, 76];
   else set = failing(s);
@@ -679,6 +679,8 @@ export function checkExits(o) {
 
 /** Would a correct client try this again (network, 5xx, 429, 401, a garbled 2xx)? README "Channels and the offline queue". */
 export function retryable(o, route) {
+  // A whole head with a failing status may be acted on by that status, the broken or endless body unread.
+  if (o.statusSent && (o.status < 200 || o.status > 299)) return retryable({ ...o, kind: 'answer', statusSent: false }, route);
   // No usable answer (or one that may come too late): the network's fault, retried. An odd one may be taken as it is.
   if (o.kind !== 'answer' && o.kind !== 'odd') return true;
   if (o.slow) return true;
