@@ -641,7 +641,8 @@ export const filesTarget = {
         if (exp.kind === 'nonzero' && code === 0) problems.push(problem('wrong', `${cmd}:exit0-with-${name}`, `exit 0 although ${desc[0].split(' with ')[1]} must make ${cmd} fail; stdout ${firstLine(res.stdout)}`));
         if (exp.kind === 'exits' && !exp.exits.includes(code)) problems.push(problem('wrong', `${cmd}:exit${code}-with-${name}`, `exit ${code}, expected ${exp.exits.join('/')}; stderr ${firstLine(res.stderr)}`));
         // unpair's promise: exit 0 means the credentials are gone (a read-only bind leaves the same dir to look at).
-        if (cmd === 'unpair' && code === 0 && credsBefore && !rig.full && existsSync(rig.tokenFile) && lstatSync(rig.tokenFile).isFile()) {
+        // (With --token-file elsewhere, state/credentials.json is not the unit's credentials any more.)
+        if (cmd === 'unpair' && code === 0 && credsBefore && !rig.full && rig.env.C2C_TOKEN_FILE === undefined && existsSync(rig.tokenFile) && lstatSync(rig.tokenFile).isFile()) {
           const v = jsonOf(res);
           problems.push(problem('wrong', `unpair:exit0-credentials-kept-with-${name}`, `exit 0 (removed: ${v?.removed}) but ${rig.tokenFile} is still there`));
         }
