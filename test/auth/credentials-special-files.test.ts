@@ -9,7 +9,7 @@ import path from 'node:path';
 import { readClientSecret } from '../../agent/auth/client-secret.js';
 import { loadCredentials, registerClientSecret } from '../../agent/auth/credentials.js';
 import { AgentError } from '../../agent/lib/errors.js';
-import { settingsIn, tempDir } from '../support/auth-fixtures.js';
+import { settingsIn, tempDir, thrown } from '../support/auth-fixtures.js';
 
 let tmp: ReturnType<typeof tempDir>;
 let fifo: string;
@@ -19,16 +19,6 @@ beforeAll(() => {
   execFileSync('mkfifo', [fifo]);
 });
 afterAll(() => tmp.cleanup());
-
-function thrown(fn: () => unknown): AgentError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AgentError) return err;
-    throw err;
-  }
-  throw new Error('expected an AgentError');
-}
 
 const withTokenFile = (tokenFile: string) => settingsIn(tmp.dir, { tokenFile, sources: { tokenFile: '--token-file' } });
 

@@ -8,7 +8,7 @@ import { parseCredentialsFile } from '../../agent/auth/credentials.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { scrub } from '../../agent/lib/secrets.js';
 import { FakeClock } from '../support/fake-clock.js';
-import { grantOf, tempDir } from '../support/auth-fixtures.js';
+import { grantOf, tempDir, thrown } from '../support/auth-fixtures.js';
 
 const WALL = Date.UTC(2026, 4, 6, 12, 0, 0);
 
@@ -17,16 +17,6 @@ beforeEach(() => {
   tmp = tempDir('c2c-store-');
 });
 afterEach(() => tmp.cleanup());
-
-function thrown(fn: () => unknown): AgentError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AgentError) return err;
-    throw err;
-  }
-  throw new Error('expected an AgentError');
-}
 
 describe('fileFromGrant', () => {
   test('with the service Date offset known: the service clock', () => {

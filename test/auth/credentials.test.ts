@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadCredentials } from '../../agent/auth/credentials.js';
 import type { Settings } from '../../agent/config/types.js';
-import { settingsIn } from '../support/auth-fixtures.js';
+import { settingsIn, thrown } from '../support/auth-fixtures.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { scrub } from '../../agent/lib/secrets.js';
 
@@ -22,16 +22,6 @@ function file(name: string, content: string, mode = 0o600): string {
   const p = path.join(dir, name);
   writeFileSync(p, content, { mode });
   return p;
-}
-
-function thrown(fn: () => unknown): AgentError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AgentError) return err;
-    throw err;
-  }
-  throw new Error('expected an AgentError');
 }
 
 describe('loadCredentials', () => {

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { AgentError } from '../../agent/lib/errors.js';
 import { fileFromGrant, removeCredentials, saveCredentials } from '../../agent/auth/credentials-store.js';
 import { flushMicrotasks } from '../support/fake-clock.js';
-import { grantOf, networkDown, oauthRefusal, tempDir, unwritableTokenFile, WARN, writeCredentials } from '../support/auth-fixtures.js';
+import { grantOf, networkDown, oauthRefusal, tempDir, unwritableTokenFile, WARN, writeCredentials, thrown } from '../support/auth-fixtures.js';
 import { FILE_WALL, LIFETIME_S, makeSource } from '../support/token-source-harness.js';
 
 const MIN = 60_000;
@@ -16,16 +16,6 @@ beforeEach(() => {
   tmp = tempDir('c2c-tsf-');
 });
 afterEach(() => tmp.cleanup());
-
-function thrown(fn: () => unknown): AgentError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof AgentError) return err;
-    throw err;
-  }
-  throw new Error('expected an AgentError');
-}
 
 describe('the service could not be asked', () => {
   test.each([0, 0.5, 0.999])('random %p: a network error rejects, keeps the old token, retries with backoff in 15 s..10 min, no onRejected', async (r) => {

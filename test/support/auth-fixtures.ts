@@ -176,3 +176,14 @@ export function recordingClock<C extends { setTimer(fn: () => void, ms: number):
   };
   return { clock, delays };
 }
+
+/** The AgentError `fn` throws (anything else thrown, or nothing, fails the test). */
+export function thrown(fn: () => unknown): AgentError {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof AgentError) return err;
+    throw err;
+  }
+  throw new Error('expected an AgentError');
+}
