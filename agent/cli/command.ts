@@ -6,6 +6,7 @@
 //
 //   export const usage = 'check [--json]';               // shown by `c2c-agent check --help`
 //   export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+//   export const help = ['what it does', '--opt  what it changes'];  // optional, under the usage
 //   export async function run(ctx: CommandContext): Promise<number> { ... return 0; }
 //
 // and add ONE line to COMMANDS in agent/cli/commands.ts:
@@ -45,6 +46,8 @@ export interface CommandContext {
 
 export interface CommandModule {
   usage: string;
+  /** Lines `c2c-agent <name> --help` prints under the usage: what it does, its own options, its exit codes. */
+  help?: readonly string[];
   options: CommandOptions;
   allowPositionals?: boolean;
   run(ctx: CommandContext): Promise<number>;

@@ -20,7 +20,7 @@ const helpText = (SETTINGS_HELP: string): string => `usage: c2c-agent <command> 
   c2c-agent check   [--json]         pairing check: verify the token with GET /v2/devices/me
   c2c-agent status  [--json]         the running daemon's state, read locally, no network
   c2c-agent pair    [--json] [--timeout SECONDS]   device-code pairing
-  c2c-agent unpair  [--json]         revoke the token at the service and forget it locally
+  c2c-agent unpair  [--json] [--local]  revoke the token at the service and forget it locally
   c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
   c2c-agent channels [--json]        channels detected here vs. channels the service knows
   c2c-agent queue   [--json]         what the offline queue holds (channel operations, uploads)
@@ -63,8 +63,8 @@ async function main(argv: string[]): Promise<number> {
   const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);
   if (help) {
     // --json promises exactly one JSON object on stdout, help included.
-    if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, settingsOptions: commonOptionsHelp() });
-    else printLine(`usage: c2c-agent ${mod.usage}`, `settings options: ${commonOptionsHelp()}`);
+    if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, ...(mod.help && { help: mod.help }), settingsOptions: commonOptionsHelp() });
+    else printLine(`usage: c2c-agent ${mod.usage}`, ...(mod.help ?? []).map((l) => `  ${l}`), `settings options: ${commonOptionsHelp()}`);
     return 0;
   }
   return mod.run(ctx);

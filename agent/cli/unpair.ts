@@ -1,8 +1,11 @@
-// `c2c-agent unpair [--json]`: the "deauthorize" every device must offer.
-// Revokes the authorization at the service (best effort, bounded wait),
-// forgets the credentials here (the file goes, durably) and puts a running
-// daemon into needs-pairing. Offline it still forgets locally, and says that
-// the service keeps listing the device until someone removes it there.
+// `c2c-agent unpair [--json] [--local]`: the "deauthorize" every device must
+// offer. Revokes the authorization at the service (best effort, bounded
+// wait), forgets the credentials here (the file goes, durably) and puts a
+// running daemon into needs-pairing. Offline it still forgets locally, and
+// says that the service keeps listing the device until someone removes it
+// there. Without what a revocation needs (the client secret, the API URL) it
+// forgets nothing and exits 78, since the token would stay valid at the
+// service; `--local` forgets here without asking the service at all.
 import { createServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
@@ -19,8 +22,29 @@ import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
 
-export const usage = 'unpair [--json]';
-export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+export const usage = 'unpair [--json] [--local]';
+export const options = { json: { type: 'boolean' }, local: { type: 'boolean' } } satisfies CommandOptions;
+export const help = [
+  'Revokes the authorization at the service, then forgets the credentials here.',
+  'Without a client secret or an API URL nothing is forgotten (exit 78): the token would stay valid at the service.',
+  '--local   forget the credentials here without asking the service (it keeps the authorization until the device is removed in the app)',
+];
+
+/** What --local says in every refusal: the one way to forget without revoking. */
+const LOCAL_ADVICE = 'or run `c2c-agent unpair --local` to forget the credentials here only (the service keeps the authorization until the device is removed in the app)';
+
+/**
+ * The client secret a revocation sends; without it nothing may be forgotten,
+ * so the refusal (78) comes before any file is touched and says how to go on.
+ */
+function secretForRevoke(settings: Settings): string {
+  try {
+    return readClientSecret(settings);
+  } catch (err) {
+    if (!(err instanceof AgentError)) throw err;
+    throw new AgentError(err.kind, `cannot revoke the authorization at the service, so nothing was forgotten: ${err.message}; ${LOCAL_ADVICE}`, err.details);
+  }
+}
 
 /** Revocation is a courtesy to the service: a camera being decommissioned must not hang on it. */
 const REVOKE_TIMEOUT_MS = 10_000;
@@ -53,13 +77,7 @@ function storedToken(file: string, source: string | undefined): Stored {
 }
 
 /** 'revoked', or why not, as one line for people. */
-async function revoke(settings: Settings, token: string): Promise<{ revoked: boolean; why?: string }> {
-  let clientSecret: string;
-  try {
-    clientSecret = readClientSecret(settings);
-  } catch (err) {
-    return { revoked: false, why: err instanceof Error ? err.message : String(err) };
-  }
+async function revoke(settings: Settings, clientSecret: string, token: string): Promise<{ revoked: boolean; why?: string }> {
   const { clientId } = await getClientId(settings);
   const clock = new SystemClock(settings.timeScale);
   const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => undefined, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock, timeoutMs: REVOKE_TIMEOUT_MS });
@@ -82,10 +100,12 @@ export async function run(ctx: CommandContext): Promise<number> {
     let revoked = false;
     if (stored.kind === 'none') {
       warnings.push(stored.why);
+    } else if (ctx.values.local === true) {
+      warnings.push('--local: forgot the credentials here only; the service still lists the device (remove it in the app)');
     } else if (settings.apiUrl === '') {
-      warnings.push('no API URL configured: forgot the credentials here only; the service still lists the device (remove it in the app)');
+      throw new AgentError('config', `no API URL configured (set --api-url, C2C_API_URL or apiUrl in the config file): cannot revoke the authorization at the service, so nothing was forgotten; ${LOCAL_ADVICE}`, { source: 'apiUrl' });
     } else {
-      const r = await revoke(settings, stored.token);
+      const r = await revoke(settings, secretForRevoke(settings), stored.token);
       revoked = r.revoked;
       if (!r.revoked) warnings.push(`could not revoke at the service (${r.why}); forgot the credentials here only: the service still lists the device (remove it in the app)`);
     }

@@ -240,6 +240,41 @@ describe('status', () => {
   });
 });
 
+describe('status: "cannot read the runtime dir" is not "no daemon runs"', () => {
+  asNobodyIt('a runtime dir this user cannot enter: exit 78 with advice, never 69', async () => {
+    const rt = fresh('rt-private');
+    writeFileSync(path.join(rt, 'status.json'), '{}');
+    chmodSync(rt, 0o700);
+    const f = failure(await agent(['status', '--runtime-dir', rt], { asNobody: true }));
+    expect(f).toEqual({ status: 78, line: `c2c-agent: cannot read the status file '${rt}/status.json' (from --runtime-dir): permission denied (EACCES); run as the agent's user or fix the owner and mode` });
+  });
+});
+
+describe('upload', () => {
+  it.each(BAD_STATE_DIRS)('state dir %s: exit 78, one line, nothing queued', async (_kind, make) => {
+    const clip = path.join(fresh('clips'), 'a.mp4');
+    writeFileSync(clip, 'clip');
+    const f = failure(await agent(['upload', clip, '--state-dir', make(), '--runtime-dir', fresh('rt')]));
+    expect(f.status).toBe(78);
+    expect(f.line).toMatch(/^c2c-agent: (state dir|cannot use the state dir|cannot list the queue directory|queue directory)/);
+  });
+
+  asNobodyIt('a state dir this user cannot read: exit 78, permission denied', async () => {
+    const state = fresh('private-state');
+    mkdirSync(path.join(state, 'queue'));
+    chmodSync(state, 0o700);
+    const clips = fresh('clips');
+    chmodSync(clips, 0o755);
+    const clip = path.join(clips, 'b.mp4');
+    writeFileSync(clip, 'clip', { mode: 0o644 });
+    const rt = fresh('rt');
+    chmodSync(rt, 0o777);
+    const f = failure(await agent(['upload', clip, '--state-dir', state, '--runtime-dir', rt], { asNobody: true }));
+    expect(f.status).toBe(78);
+    expect(f.line).toContain('permission denied (EACCES)');
+  });
+});
+
 describe('check and channels', () => {
   it('a FIFO or /dev/zero as credentials.json or --token-file: exit 78 at once (check)', async () => {
     const state = fresh('state');

@@ -2,7 +2,7 @@
 // fake cloud. A unit is paired through `pair` first, so the service knows
 // its client id and the revocation really ends an authorization.
 import { describe, expect, it } from '@jest/globals';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { FAKE_SECRET, runCommand, settingsArgs } from './pair-process.js';
 import { REVOKE_PATH, accessTokenOf, getMe, pairNow, posts, reach, startDaemon, usePairingCloud } from './pairing-fixture.js';
 
@@ -72,5 +72,40 @@ describe('unpair', () => {
       },
     ]);
     expect(existsSync(u.credentials)).toBe(false);
+  });
+
+  it('with no client secret configured: exit 78 before forgetting anything, the token still valid; --local then forgets here only', async () => {
+    const u = fx.unit();
+    await pairNow(u);
+    const accessToken = accessTokenOf(u);
+    const stored = readFileSync(u.credentials, 'utf8');
+    const { secretFile: _unused, ...withoutSecret } = u.s;
+    const noSecret = settingsArgs(withoutSecret);
+    const since = fx.cloud.journal.length;
+    const r = await runCommand(['unpair', '--json', ...noSecret], u.dirs);
+    expect(r.code).toBe(78);
+    expect(r.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^c2c-agent: cannot revoke the authorization at the service, so nothing was forgotten: no client secret: .*; or run `c2c-agent unpair --local` to forget the credentials here only/)]);
+    expect(r.events).toEqual([expect.objectContaining({ ok: false, exitCode: 78 })]);
+    expect(readFileSync(u.credentials, 'utf8')).toBe(stored);
+    expect(posts(fx.cloud, since, REVOKE_PATH)).toEqual([]);
+
+    const local = await runCommand(['unpair', '--json', '--local', ...noSecret], u.dirs);
+    expect({ code: local.code, stderr: local.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(local.events).toEqual([expect.objectContaining({ ok: true, revoked: false, removed: true, warnings: [expect.stringContaining('--local: forgot the credentials here only')] })]);
+    expect(existsSync(u.credentials)).toBe(false);
+    expect(posts(fx.cloud, since, REVOKE_PATH)).toEqual([]);
+    // Said, and so: the service still honours the token.
+    expect(await getMe(fx.cloud, accessToken)).toBe(200);
+    expect(r.stdout + r.stderr + local.stdout).not.toMatch(FAKE_SECRET);
+  });
+
+  it('with no API URL configured: exit 78, nothing forgotten', async () => {
+    const u = fx.unit();
+    await pairNow(u);
+    const stored = readFileSync(u.credentials, 'utf8');
+    const r = await runCommand(['unpair', ...settingsArgs({ ...u.s, apiUrl: '' }).filter((a, i, all) => a !== '--api-url' && all[i - 1] !== '--api-url')], u.dirs, { C2C_API_URL: '' });
+    expect(r.code).toBe(78);
+    expect(r.stderr).toMatch(/^c2c-agent: no API URL configured .*nothing was forgotten; or run `c2c-agent unpair --local`/);
+    expect(readFileSync(u.credentials, 'utf8')).toBe(stored);
   });
 });
