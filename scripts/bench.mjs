@@ -8,9 +8,9 @@
 //
 // --only runs a subset (rss and cpu are names for idle); --quick shortens
 // every window (4 agent hours of RSS, 3 start-up runs, a 512 MiB upload, a
-// smaller fleet) for iterating, not for the README. The parts, one module
+// smaller fleet) for iterating, not for docs/benchmarks.md. The parts, one module
 // each under scripts/bench/, say how they measure. The table is also written
-// as Markdown to dist/bench.md for the README.
+// as Markdown to dist/bench.md for docs/benchmarks.md.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';

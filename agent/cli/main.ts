@@ -1,6 +1,6 @@
 // Entry point of dist/c2c-agent.mjs: picks the command, loads only its
 // module, parses its arguments strictly and maps the outcome to an exit code
-// (README.md, "Exit codes (sysexits)"). The exit code goes to process.exitCode, never
+// (docs/commands.md, "Exit codes (sysexits)"). The exit code goes to process.exitCode, never
 // process.exit(), so pending stdout writes reach a pipe before node exits.
 //
 // Only version.ts, output.ts and lib/errors.ts (no dependencies) are loaded statically: the

@@ -1,7 +1,7 @@
 // Every setting, once: its option, environment variable, config key, the
 // word its value is shown as, its default and a line of help. Parsing
 // (cli/args.ts), precedence and validation (settings.ts, setting-values.ts),
-// `c2c-agent --help` and the README's settings table (checked against this by
+// `c2c-agent --help` and the settings table in docs/configuration.md (checked against this by
 // test/config/setting-table.test.ts) all come from here, so a new setting is
 // one row here and its resolution in settings.ts.
 //
@@ -20,7 +20,7 @@ export interface SettingRow {
   configType?: 'number' | 'boolean';
   /** A path: resolved against the working directory, or the config file's directory for a config value. */
   isPath?: boolean;
-  /** The default, as the README shows it (Markdown). */
+  /** The default, as docs/configuration.md shows it (Markdown). */
   default: string;
   /** One line for --help. */
   help: string;
@@ -109,7 +109,7 @@ export const SETTING_ROWS = {
   },
 } as const satisfies Record<string, SettingRow>;
 
-/** Settings with no command-line option: the README lists them too. */
+/** Settings with no command-line option: docs/configuration.md lists them too. */
 export const OTHER_SETTINGS: readonly SettingRow[] = [
   { env: 'C2C_TOKEN', default: 'an access token given directly (no refresh possible)', help: 'an access token given directly' },
   { configKey: 'firmwareVersionFile', isPath: true, default: 'a file whose first line is the firmware version', help: 'a file whose first line is the firmware version' },
@@ -126,7 +126,7 @@ export interface Found {
 
 const rowsInOrder = (): Array<[SettingKey, SettingRow]> => Object.entries(SETTING_ROWS) as Array<[SettingKey, SettingRow]>;
 
-/** `--api-url URL`, for help and the README. */
+/** `--api-url URL`, for help and docs/configuration.md. */
 export const optionText = (row: SettingRow): string => (row.flag === undefined ? '' : `${row.flag} ${row.value ?? 'VALUE'}`);
 
 /** The settings part of `c2c-agent --help`: an option, its variable and a line of help each. */
@@ -137,7 +137,7 @@ export function settingsHelp(): string {
   return rows.map(([o, e, h]) => `  ${o.padEnd(w0)}  ${e.padEnd(w1)}  ${h}`).join('\n');
 }
 
-/** The README's settings table, as Markdown. */
+/** docs/configuration.md's settings table, as Markdown. */
 export function settingsMarkdownTable(): string {
   const cell = (s: string | undefined, code = true): string => (s === undefined || s === '' ? '' : code ? `\`${s.replace(/\|/g, '\\|')}\`` : s);
   const lines = ['| option | environment | config key | default |', '|---|---|---|---|'];

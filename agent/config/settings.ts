@@ -1,5 +1,5 @@
 // Settings: command-line option > environment > config file > default
-// (README.md, "Configuration"). Everything is validated here, on load, so a bad
+// (docs/configuration.md). Everything is validated here, on load, so a bad
 // value stops the agent with exit 78 and one line naming the setting, the
 // value (unless secret) and where it came from.
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// The resolved settings (README.md, "Configuration") and firmware profiles.
+// The resolved settings (docs/configuration.md) and firmware profiles.
 // Every value remembers where it came from so errors can name the source.
 
 export type SettingSource = 'option' | 'environment' | 'config' | 'default' | 'file';

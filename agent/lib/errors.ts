@@ -1,5 +1,5 @@
 // Typed errors: every failure the agent can meet is one of these kinds, and
-// the CLI maps the kind to a sysexits code (README.md, "Exit codes (sysexits)").
+// the CLI maps the kind to a sysexits code (docs/commands.md, "Exit codes (sysexits)").
 // Messages are one line, name the bad value and its source, and never carry
 // a secret (they pass through scrub() on the way out anyway).
 

@@ -1,5 +1,5 @@
 // The benchmark's pure helpers on fixed input: the statistics behind its
-// figures, the table it prints and writes for the README, and what it reads
+// figures, the table it prints and writes for docs/benchmarks.md, and what it reads
 // from the tools it runs.
 import { describe, expect, it } from '@jest/globals';
 import { join, resolve } from 'node:path';

@@ -1,4 +1,4 @@
-// No secret in any output, at any log level (README.md, "Commands"): every
+// No secret in any output, at any log level (docs/commands.md): every
 // command runs with --log-level trace in scenarios that carry tokens and a
 // client secret, on success and failure paths, and its stdout and stderr are
 // searched for every secret the fake cloud issued. For `run`, so are the

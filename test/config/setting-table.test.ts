@@ -1,23 +1,23 @@
 // One table of settings (agent/config/setting-table.ts) behind the parser,
-// `--help` and the README: the README's settings table is the table's own
-// rendering, and `c2c-agent --help` names every option and variable the
-// README lists. Run with UPDATE_README=1 to rewrite the README's table after
-// changing a row.
+// `--help` and docs/configuration.md: the page's settings table is the
+// table's own rendering, and `c2c-agent --help` names every option and
+// variable the page lists. Run with UPDATE_DOCS=1 (or its old name,
+// UPDATE_README=1) to rewrite the page's table after changing a row.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { settingsMarkdownTable } from '../../agent/config/setting-table.js';
 import { buildBundle, ROOT, type Bundle } from '../cli/bundle.js';
 
-const README = path.join(ROOT, 'README.md');
+const PAGE = path.join(ROOT, 'docs', 'configuration.md');
 const START = '<!-- settings-table: generated from agent/config/setting-table.ts -->';
 const END = '<!-- /settings-table -->';
 
-function readmeTable(): { text: string; table: string } {
-  const text = readFileSync(README, 'utf8');
+function pageTable(): { text: string; table: string } {
+  const text = readFileSync(PAGE, 'utf8');
   const a = text.indexOf(START);
   const b = text.indexOf(END);
-  if (a < 0 || b < a) throw new Error(`README.md has no ${START} ... ${END} block`);
+  if (a < 0 || b < a) throw new Error(`docs/configuration.md has no ${START} ... ${END} block`);
   return { text, table: text.slice(a + START.length, b).trim() };
 }
 
@@ -28,18 +28,19 @@ describe('the settings table', () => {
   });
   afterAll(() => bundle.cleanup());
 
-  it("the README's settings table is the table's own rendering", () => {
-    const { text, table } = readmeTable();
+  it("docs/configuration.md's settings table is the table's own rendering", () => {
+    const { text, table } = pageTable();
     const want = settingsMarkdownTable();
-    if (process.env.UPDATE_README === '1' && table !== want) {
-      writeFileSync(README, text.replace(`${START}\n${table}\n${END}`, `${START}\n${want}\n${END}`));
+    const update = process.env.UPDATE_DOCS === '1' || process.env.UPDATE_README === '1';
+    if (update && table !== want) {
+      writeFileSync(PAGE, text.replace(`${START}\n${table}\n${END}`, `${START}\n${want}\n${END}`));
       return;
     }
     expect(table).toBe(want);
   });
 
-  it('`c2c-agent --help` lists every option and environment variable the README lists', () => {
-    const { table } = readmeTable();
+  it('`c2c-agent --help` lists every option and environment variable docs/configuration.md lists', () => {
+    const { table } = pageTable();
     const names = [...table.matchAll(/`(--[a-z-]+|C2C_[A-Z_]+)[^`]*`/g)].map((m) => m[1] as string);
     expect(names.length).toBeGreaterThan(15);
     const r = bundle.run(['--help']);

@@ -2,7 +2,7 @@
 // Each case draws one command (check, pair, unpair, or a daemon run for a few
 // real seconds at a high --time-scale) and a hostile server whose answer to
 // each request is drawn per endpoint (hostile-answers.mjs). Oracles: the
-// README's exit codes and output shapes (oracles.mjs), the exit code that
+// documented exit codes and output shapes (oracles.mjs), the exit code that
 // fits the answer check got, no credentials kept unless pairing was verified,
 // a daemon that stays up, stops with 0 on SIGTERM, keeps no dead sockets,
 // never heartbeats under 60 agent seconds apart and never gives up on an
@@ -135,7 +135,7 @@ async function pairCase(ctx, world, server) {
   // The last poll may start just before the deadline, then storing and GET /v2/devices/me: three cut-offs at most.
   const timeoutMs = ((timeoutS * 1000 + 3 * REQUEST_CUTOFF_MS) / CLI_SCALE) + MARGIN_MS;
   // Sometimes the person gives up: SIGTERM at any step after the code is shown must end it at once
-  // with 143 and nothing stored (README "Pairing").
+  // with 143 and nothing stored (docs/commands.md, "Pairing").
   const termAt = rng.chance(0.2) ? rng.int(0, 1500) : undefined;
   let termTimer;
   let termSent;
@@ -264,7 +264,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   const d = start(process.execPath, [ctx.bundle, 'run'], { env, cwd: ctx.tmp, timeoutMs: Infinity });
   // SIGHUP (`systemctl reload`, or `pair` telling the daemon of new credentials) at any moment: the daemon
   // reloads, it never dies of it. `pair` finds the daemon's pid in run.lock, so the earliest SIGHUP that can
-  // come is one the moment run.lock appears (README "Files": run.lock, pid and process start time).
+  // come is one the moment run.lock appears (docs/files.md: run.lock, pid and process start time).
   const hups = Array.from({ length: rng.weighted([[5, 0], [3, 1], [2, 2]]) }, () => (rng.chance(0.4) ? 'at run.lock' : rng.int(500, seconds * 1000 - 500)));
   const lockFile = path.join(rig.dirs.run, 'run.lock');
   const hupTimers = hups.map((when) => {
@@ -387,7 +387,7 @@ function daemonLogProblems(r, world) {
   return out;
 }
 
-/** README "The heartbeat rules": two attempts never less than 60 s apart; the fake's referee's tolerance, widened for a loaded machine. */
+/** docs/heartbeat-and-tokens.md: two attempts never less than 60 s apart; the fake's referee's tolerance, widened for a loaded machine. */
 function heartbeatProblems(server, scale) {
   const times = answered(server, 'heartbeat').map((e) => e.t);
   const tolerance = 25 * scale;

@@ -9,7 +9,7 @@
 // /dev/zero, a socket, a symlink loop, a dangling link, a 1 GB sparse file),
 // or the directory itself (a file, unreadable, read-only, full). It runs one
 // command (check, status, queue, channels, profiles, upload, unpair, pair, or
-// run for a moment) and checks: a README exit code and output shape
+// run for a moment) and checks: a documented exit code and output shape
 // (oracles.mjs), no hang (a FIFO must never block), bounded RSS (nothing like
 // /dev/zero read into memory), no "internal error", a bounded one-line
 // message, and the exit the breakage calls for (a broken config is 78, an
@@ -676,7 +676,7 @@ async function runCli(ctx, rig, cmd, world) {
   return { result: r, problems: cliProblems(r, { label: cmd, json: c.json, secrets: world.secrets }) };
 }
 
-/** `run` for a moment: it either refuses at once (a README exit code, one line) or runs, then stops with 0 on SIGTERM. */
+/** `run` for a moment: it either refuses at once (a documented exit code, one line) or runs, then stops with 0 on SIGTERM. */
 async function runDaemonBriefly(ctx, rig, world) {
   const { cmd: bin, args } = commandLine(ctx, rig, ['run']);
   const d = start(bin, args, { env: rig.env, cwd: rig.tmp, timeoutMs: 20_000, uid: rig.uid, gid: rig.uid });

@@ -659,7 +659,7 @@ function properGrantOf(content) {
   }
 }
 
-/** The exit codes `check` may give for its GET /v2/devices/me answer (README.md, "Exit codes (sysexits)"). */
+/** The exit codes `check` may give for its GET /v2/devices/me answer (docs/commands.md, "Exit codes (sysexits)"). */
 export function checkExits(o) {
   const s = o.status;
   const failing = (st) => (st >= 600 ? [69, 75, 76] : st === 401 || st === 403 ? [77] : st === 429 || st >= 500 ? [75] : st >= 300 && st < 400 ? [76] : st >= 400 ? [75, 76] : [69, 75, 76]);
@@ -677,7 +677,7 @@ export function checkExits(o) {
   return [...new Set(set)].sort((a, b) => a - b);
 }
 
-/** Would a correct client try this again (network, 5xx, 429, 401, a garbled 2xx)? README "Channels and the offline queue". */
+/** Would a correct client try this again (network, 5xx, 429, 401, a garbled 2xx)? docs/channels-and-queue.md. */
 export function retryable(o, route) {
   // A whole head with a failing status may be acted on by that status, the broken or endless body unread.
   if (o.statusSent && (o.status < 200 || o.status > 299)) return retryable({ ...o, kind: 'answer', statusSent: false }, route);
@@ -685,7 +685,7 @@ export function retryable(o, route) {
   if (o.kind !== 'answer' && o.kind !== 'odd') return true;
   if (o.slow) return true;
   const s = o.status;
-  // A 2xx whose body is unusable (an upload URL carrying credentials, say) is not in the README's list of what is retried.
+  // A 2xx whose body is unusable (an upload URL carrying credentials, say) is not in docs/channels-and-queue.md's list of what is retried.
   if (s >= 200 && s < 300) return o.quality === 'ok' || o.quality === 'n/a';
   // A 401 is a token problem at the API; presigned storage takes no token, so there it means nothing a retry fixes.
   return (s === 401 && route !== 'storage') || s === 429 || s >= 500;

@@ -13,7 +13,7 @@
 // stored exactly once, and every stored object is byte-identical (sha256 per
 // part, computed here from the spec's split) to some version the file really
 // had, never a mix; every entry the agent does not upload (besides writers'
-// scratch names, which the README says are never taken) has a log line with
+// scratch names, which docs/uploads.md says are never taken) has a log line with
 // a reason and shows in `queue --json` as skipped; the daemon stays up, its
 // heartbeats continue (the fake's referee), and it stops with 0 on SIGTERM.
 import { createHash } from 'node:crypto';
@@ -154,7 +154,7 @@ class Media {
         break;
       }
       case 'subfolder': {
-        // Not a channel key: the watcher's scope is the dir and the channel folders (README "Media uploads").
+        // Not a channel key: the watcher's scope is the dir and the channel folders (docs/uploads.md).
         const d = path.join(this.dir, marker);
         mkdirSync(d);
         const data = this.rng.bytes(this.rng.int(1, 100_000));

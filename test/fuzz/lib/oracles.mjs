@@ -1,10 +1,10 @@
-// The checks every fuzzer applies to a command it ran, from README.md
+// The checks every fuzzer applies to a command it ran, from docs/commands.md
 // ("Commands": "--json prints exactly one JSON object"; "Exit codes
 // (sysexits)"; a failure is one line on stderr that names what was wrong;
 // no secret in any output). A problem is {cat, sig, msg}: `cat` is crash, hang or wrong;
 // `sig` a short stable name, so a long run groups its failures by cause.
 
-/** The README's exit codes (1 is a bug and counts as a crash). */
+/** The documented exit codes (docs/commands.md) (1 is a bug and counts as a crash). */
 export const CONTRACT_EXITS = new Set([0, 64, 69, 75, 76, 77, 78]);
 /** Longest stderr line on failure: a message that echoes a multi-MB value is a bug. */
 export const MAX_STDERR = 2048;
@@ -38,7 +38,7 @@ export function cliProblems(r, { label, json, secrets = [], extraExits = [] }) {
   if (r.timedOut || r.rssKilled) return out;
   if (r.signal) out.push(problem('crash', `${label}:signal-${r.signal}`, `died of ${r.signal}; stderr ${firstLine(r.stderr)}`));
   else if (r.code === 1) out.push(problem('crash', `${label}:exit1`, `exit 1 (internal error): ${firstLine(r.stderr)}`));
-  else if (!CONTRACT_EXITS.has(r.code) && !extraExits.includes(r.code)) out.push(problem('wrong', `${label}:exit-${r.code}`, `exit ${r.code} is not a README exit code; stderr ${firstLine(r.stderr)}`));
+  else if (!CONTRACT_EXITS.has(r.code) && !extraExits.includes(r.code)) out.push(problem('wrong', `${label}:exit-${r.code}`, `exit ${r.code} is not a documented exit code; stderr ${firstLine(r.stderr)}`));
   if (/internal error|please report|\bat [\w.<>]+ \(.*:\d+:\d+\)/i.test(r.stderr)) {
     out.push(problem('crash', `${label}:internal-error`, `stderr says ${firstLine(r.stderr)}`));
   }
