@@ -26,6 +26,24 @@ export interface MediaFileFacts {
   channelKey?: string;
 }
 
+/** What the camera's own UI may set on the daemon (GET/PATCH /v1/prefs), kept on flash by localapi/prefs-store.ts. */
+export interface Prefs {
+  /** Off: the media watcher's finds are held back (not queued) until it is on again; files queued by hand still go. */
+  autoUpload: boolean;
+}
+
+/**
+ * One step of a pairing the daemon runs (POST /v1/pair): the local API's
+ * events stream shows each as a `pairing` line. The device code itself never
+ * appears here (a secret); the user code is meant to be shown.
+ */
+export type PairingProgress =
+  | { phase: 'code'; user_code: string; verification_uri: string; verification_uri_complete?: string; expires_in: number }
+  | { phase: 'waiting' }
+  | { phase: 'paired'; device?: { id: string; name?: string } }
+  | { phase: 'failed'; kind: string; message: string }
+  | { phase: 'cancelled' };
+
 export interface AgentEvents {
   /** The controller published its state; `transition` is true when the state itself changed. */
   stateChanged: { snapshot: DaemonSnapshot; transition: boolean };
@@ -49,6 +67,10 @@ export interface AgentEvents {
   bytesSent: { bytes: number };
   /** The upload window opened: uploads may go now. */
   uploadWindowOpened: Record<string, never>;
+  /** The daemon's pairing flow moved on (published by the pairing handlers, shown on GET /v1/events). */
+  pairing: PairingProgress;
+  /** The preferences changed (PATCH /v1/prefs): in effect at once. */
+  prefsChanged: { prefs: Prefs };
   /** Something a unit reports in the status document changed (queue, uploads, channels). */
   statusChanged: Record<string, never>;
 }

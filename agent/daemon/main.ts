@@ -49,7 +49,8 @@ function clientCredentials(settings: Settings, logger: Logger): () => Promise<Cl
 
 async function prepareRuntimeDir(dir: string): Promise<void> {
   try {
-    await ensureDir(dir);
+    // 0750: the agent's group may reach the local API's socket (api.sock, 0660); nothing in it is secret.
+    await ensureDir(dir, 0o750);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     throw configError(`cannot create the runtime dir ${dir} (${code}); set --runtime-dir or C2C_RUNTIME_DIR (systemd: RuntimeDirectory=)`, 'runtimeDir');

@@ -34,6 +34,11 @@ import { Watchdog } from './systemd/watchdog.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
 import { queueDirOf } from '../outbox/location.js';
+import { HandlerMap } from '../localapi/handlers.js';
+import { EventsHub } from '../localapi/events.js';
+import { apiSocketOf, LocalApiUnit } from '../localapi/local-api-unit.js';
+import { registerStatusHandlers } from '../localapi/status-handlers.js';
+import { uploadRows } from '../uploads/upload-item.js';
 
 export interface UnitsInput {
   settings: Settings;
@@ -140,12 +145,20 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, close: () => storage.close() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
+  // The local API (agent/localapi/): one handler map, each feature's routes registered by its own function.
+  const events = new EventsHub({ bus, clock, status: () => status.document(), uploads: () => uploadRows(outboxUnit.items(), new Set(outboxUnit.inFlight())) });
+  const routes = new HandlerMap();
+  registerStatusHandlers(routes, { status: () => status.document(), events });
+  const localApi = new LocalApiUnit(apiSocketOf(settings.runtimeDir), routes, logger);
+
   // Started in this order, stopped in reverse. The status file listens before the
   // controller's first snapshot and is flushed after its last. The token source
   // refreshes ahead of expiry once the controller has loaded the credentials, and
   // stops after it (a refresh in flight is waited for, never cut). The outbox opens
   // before anything puts work in it and closes (flushed) after the last put. The
   // watchdog pings only once the controller has something to be healthy about.
-  units.push(status, tokens, outboxUnit, channels, uploads, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  // The local API serves once the units it steers run, and hears the controller's
+  // first snapshot; it stops (connections dropped) before what it steers.
+  units.push(status, tokens, outboxUnit, channels, uploads, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller };
 }

@@ -38,3 +38,29 @@ export const HEARTBEAT_WINDOW_SECONDS = { min: MIN_SPACING_MS / 1000, max: MAX_A
 
 /** A Retry-After longer than this is treated as this: a bad header must not silence a camera for days. */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/**
+ * The local API (agent/localapi/): what one client may cost the daemon. Real
+ * time, not agent time: these guard sockets, which the time scale does not
+ * speed up. Exported here so the tests and docs/local-api.md quote one place.
+ */
+export const LOCAL_API = {
+  /** Connections open at once; past it the oldest idle one is dropped, or the newcomer if none is idle. */
+  maxConnections: 64,
+  /** A request body larger than this is refused with 413 (a batch of a few hundred paths fits). */
+  maxBodyBytes: 256 * 1024,
+  /** Request line and headers. */
+  maxHeaderBytes: 8 * 1024,
+  /** A connection that sends no complete request head within this is dropped. */
+  headersTimeoutMs: 5_000,
+  /** A whole request (head and body) must arrive within this. */
+  requestTimeoutMs: 10_000,
+  /** A kept-alive connection with no request is closed after this. */
+  idleTimeoutMs: 10_000,
+  /** Bytes an events reader may leave unread before it gets its last line and is disconnected. */
+  eventsBufferBytes: 256 * 1024,
+  /** A disconnected events reader whose last line is not taken within this is destroyed. */
+  eventsGoodbyeMs: 2_000,
+  /** Upload progress lines on the events stream, per upload: at most one per this many real ms. */
+  uploadProgressEveryMs: 1_000,
+} as const;

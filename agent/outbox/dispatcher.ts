@@ -63,7 +63,7 @@ export class Dispatcher {
   readonly name = 'outbox';
   private running = false;
   private gateOpen = false;
-  private readonly inFlight = new Map<string, { kind: string; ac: AbortController; done: Promise<void> }>();
+  private readonly inFlight = new Map<string, { kind: string; ac: AbortController; done: Promise<void>; cancelled: boolean }>();
   private readonly attempts = new Map<string, { count: number; lastError: string }>();
   private waitUntil = 0;
   private timer: Timer | undefined;
@@ -98,6 +98,25 @@ export class Dispatcher {
     this.pump();
   }
 
+  /**
+   * Stops the attempt at item `id` now (it was cancelled): its worker's
+   * signal is aborted, and whatever the attempt ends with is not counted as
+   * a failure (no retry, no backoff for the rest of the queue). The caller
+   * ends the item in the outbox. False when it is not running.
+   */
+  abort(id: string, why: string): boolean {
+    const f = this.inFlight.get(id);
+    if (f === undefined) return false;
+    f.cancelled = true;
+    f.ac.abort(new Error(why));
+    return true;
+  }
+
+  /** Resolves once the attempt at `id` (if any) has ended. */
+  async settled(id: string): Promise<void> {
+    await this.inFlight.get(id)?.done;
+  }
+
   view(): DispatcherView {
     const now = this.d.clock.now();
     return { inFlight: [...this.inFlight.keys()], attempts: Object.fromEntries(this.attempts), waitingUntil: this.waitUntil > now ? this.waitUntil : undefined };
@@ -119,7 +138,9 @@ export class Dispatcher {
     const busy = new Map<string, number>();
     for (const f of this.inFlight.values()) busy.set(f.kind, (busy.get(f.kind) ?? 0) + 1);
     const waiting = new Set(this.d.workers.filter((w) => w.ready !== undefined && !w.ready()).map((w) => w.kind));
-    for (const item of this.d.outbox.pending()) {
+    // Urgent items first (someone asked for them), each group in queue order.
+    const pending = this.d.outbox.pending();
+    for (const item of [...pending.filter((i) => i.urgent === true), ...pending.filter((i) => i.urgent !== true)]) {
       if (this.inFlight.has(item.id) || waiting.has(item.kind) || (busy.get(item.kind) ?? 0) >= window) continue;
       busy.set(item.kind, (busy.get(item.kind) ?? 0) + 1);
       this.launch(item);
@@ -136,9 +157,9 @@ export class Dispatcher {
 
   private launch(item: OutboxItem): void {
     const ac = new AbortController();
-    const entry = { kind: item.kind, ac, done: Promise.resolve() };
+    const entry = { kind: item.kind, ac, done: Promise.resolve(), cancelled: false };
     this.inFlight.set(item.id, entry);
-    entry.done = this.attempt(item, ac)
+    entry.done = this.attempt(item, ac, () => entry.cancelled)
       .catch((err: unknown) => this.d.logger?.warn({ id: item.id, err: String(err) }, 'cannot record an outbox outcome'))
       .finally(() => {
         this.inFlight.delete(item.id);
@@ -158,11 +179,17 @@ export class Dispatcher {
     written.catch((err: unknown) => this.d.logger?.warn({ id: item.id, err: String(err) }, 'cannot record an outbox outcome'));
   }
 
-  private async attempt(item: OutboxItem, ac: AbortController): Promise<void> {
+  private async attempt(item: OutboxItem, ac: AbortController, cancelled: () => boolean): Promise<void> {
     const worker = this.d.workers.find((w) => w.kind === item.kind);
     const sentAt = this.d.clock.now();
     const outcome: Outcome = worker ? await worker.run(item, ac.signal).catch((err: unknown) => classify(err)) : { result: 'dead', reason: `no worker for kind '${item.kind}'` };
     if (!this.running) return;
+    // Cancelled while it ran: the canceller ended the item; a finish that won the race is still recorded (the outbox ignores the end of an ended item).
+    if (cancelled()) {
+      this.attempts.delete(item.id);
+      if (outcome.result === 'done') this.record(item, this.d.outbox.done(item.id, outcome.note));
+      return;
+    }
     if (outcome.result === 'done') {
       this.attempts.delete(item.id);
       this.failures = 0;

@@ -98,6 +98,8 @@ export class Ledger {
       e.item.payload = rec.d;
       if ('pg' in rec) e.item.progress = rec.pg;
       else delete e.item.progress;
+      if (rec.u === 1) e.item.urgent = true;
+      else delete e.item.urgent;
     } else {
       if (e === undefined || e.item.state !== 'pending') return;
       if (rec.t === 'progress') {

@@ -72,6 +72,11 @@ export class OutboxUnit implements DaemonUnit {
     return this.opened === undefined ? 0 : safe(() => this.outbox.unsettled(kind), 0);
   }
 
+  /** Every item still held, oldest first: pending ones and ended ones until their segment is reclaimed. */
+  items(): OutboxItem[] {
+    return this.opened === undefined ? [] : safe(() => this.outbox.items(), []);
+  }
+
   inFlight(): string[] {
     return this.dispatcher.view().inFlight;
   }

@@ -13,7 +13,7 @@ import { recover } from './replay.js';
 import { segmentPath, segmentReadLimit } from './segments.js';
 import { victimsFor } from './cap.js';
 import { copyForwardPlan, reclaim } from './upkeep.js';
-import { OUTBOX_DEFAULTS, type OutboxFs, type OutboxItem, type OutboxStats, type PutOptions } from './types.js';
+import { CANCELLED, OUTBOX_DEFAULTS, type OutboxFs, type OutboxItem, type OutboxStats, type PutOptions } from './types.js';
 import { GroupWriter, type Queued } from './writer.js';
 
 export { readBootId } from './boot-id.js';
@@ -111,6 +111,7 @@ export class Outbox {
     const id = `${this.o.bootId}:${seq}`;
     const rec: PutRecord = { t: 'put', id, k: kind, pr: priority, at: new Date(this.o.clock.wallNow()).toISOString(), d };
     if (opts.group !== undefined) rec.g = opts.group;
+    if (opts.urgent === true) rec.u = 1;
     const bytes = encodeRecord(rec);
     const older = opts.group === undefined ? [] : this.pendingEntries().filter((e) => e.item.group === opts.group);
     if (this.makeRoom(bytes.length, priority, new Set(older.map((e) => e.item.id)))) {
@@ -120,6 +121,7 @@ export class Outbox {
     } else {
       const item: OutboxItem = { id, kind, priority, payload: d, createdAt: rec.at, bytes: 0, state: 'pending' };
       if (opts.group !== undefined) item.group = opts.group;
+      if (opts.urgent === true) item.urgent = true;
       s.ledger.addUnwritten(item);
       this.evict(item);
     }
@@ -143,6 +145,30 @@ export class Outbox {
     else if (fold) this.append(copy, copyBytes);
     else this.append({ t: 'progress', id, d }, prog);
     await s.writer.whenWritten();
+  }
+
+  /**
+   * Marks a pending item urgent or not, durably: a copy of it (payload and
+   * newest progress) with the flag is appended, like a fold of its progress.
+   * False when the item is not pending (done, dead, unknown).
+   */
+  async setUrgent(id: string, urgent: boolean): Promise<boolean> {
+    const s = this.live();
+    const e = s.ledger.entries.get(id);
+    if (e === undefined || e.item.state !== 'pending') return false;
+    if ((e.item.urgent === true) === urgent) return true;
+    // No cap check: the copy replaces the item's own records (like a fold), and dropping the item to make room for it would lose what was asked for.
+    this.append(copyRecord({ ...e.item, urgent }, e.item.progress));
+    await s.writer.whenWritten();
+    return true;
+  }
+
+  /** Ends a pending item as cancelled (dead, with a reason the views show as cancelled): never retried. False when it was not pending. */
+  async cancel(id: string, why: string): Promise<boolean> {
+    const e = this.live().ledger.entries.get(id);
+    if (e === undefined || e.item.state !== 'pending') return false;
+    await this.end('dead', id, `${CANCELLED}: ${why}`);
+    return true;
   }
 
   done(id: string, reason?: string): Promise<void> {

@@ -27,6 +27,8 @@ export interface PutRecord {
   at: string;
   d: unknown;
   pg?: unknown;
+  /** 1: urgent (OutboxItem.urgent), taken before the others. */
+  u?: 1;
 }
 
 export interface ProgressRecord {
@@ -135,6 +137,7 @@ export function copyRecord(item: OutboxItem, progress: unknown): PutRecord {
   const rec: PutRecord = { t: 'put', id: item.id, k: item.kind, pr: item.priority, at: item.createdAt, d: item.payload };
   if (item.group !== undefined) rec.g = item.group;
   if (progress !== undefined) rec.pg = progress;
+  if (item.urgent === true) rec.u = 1;
   return rec;
 }
 

@@ -28,12 +28,19 @@ export interface OutboxItem<P = unknown> {
   progress?: unknown;
   /** Why it is dead or dropped, one line. */
   reason?: string;
+  /** Taken before the items that are not (a file someone asked for first); kept on flash with the item. */
+  urgent?: boolean;
 }
+
+/** An item someone cancelled ends dead with a reason that starts with this: never retried, shown as cancelled. */
+export const CANCELLED = 'cancelled';
 
 export interface PutOptions {
   group?: string;
   /** Default 0. */
   priority?: number;
+  /** Taken before items that are not urgent. */
+  urgent?: boolean;
 }
 
 export interface OutboxStats {

@@ -8,7 +8,7 @@
 // (a 8 GiB file in 5 MiB parts: 1,640 records of up to 8 KB each, each one
 // parsed, copied and written).
 import { MAX_UPLOAD_PARTS } from '../api/assets.js';
-import type { OutboxItem } from '../outbox/types.js';
+import { CANCELLED, type OutboxItem } from '../outbox/types.js';
 import type { FileIdentity } from './uploaded-index.js';
 
 export type { FileIdentity };
@@ -91,7 +91,7 @@ export function decodeParts(done: unknown, parts: number): Set<number> {
   return out;
 }
 
-export type UploadState = 'queued' | 'uploading' | 'done' | 'paused-refused' | 'dead-lettered' | 'dropped';
+export type UploadState = 'queued' | 'uploading' | 'done' | 'paused-refused' | 'dead-lettered' | 'cancelled' | 'dropped';
 
 export interface UploadView {
   name: string;
@@ -123,7 +123,25 @@ export function uploadView(item: OutboxItem, inFlight: boolean): UploadView | un
   const p = item.payload as UploadPayload;
   const state: UploadState =
     item.state === 'pending' ? (inFlight ? 'uploading' : 'queued')
-    : item.state === 'dead' ? (item.reason?.startsWith(PAUSED_REFUSED) ? 'paused-refused' : 'dead-lettered')
+    : item.state === 'dead' ? (item.reason?.startsWith(PAUSED_REFUSED) ? 'paused-refused' : item.reason?.startsWith(CANCELLED) ? 'cancelled' : 'dead-lettered')
     : item.state;
   return { name: p.name, path: p.path, bytesDone: bytesDone(item), bytesTotal: p.size, state };
+}
+
+/** An upload as the local API lists it (GET /v1/uploads, `upload` lines on GET /v1/events). */
+export interface UploadRow extends UploadView {
+  id: string;
+  priority: 'high' | 'normal';
+  reason?: string;
+}
+
+/** The upload items among `items` as rows, in queue order; `inFlight` holds the ids running now. */
+export function uploadRows(items: OutboxItem[], inFlight: ReadonlySet<string>): UploadRow[] {
+  const rows: UploadRow[] = [];
+  for (const item of items) {
+    const view = uploadView(item, inFlight.has(item.id));
+    if (view === undefined) continue;
+    rows.push({ id: item.id, ...view, priority: item.urgent === true ? 'high' : 'normal', ...(item.reason !== undefined && { reason: item.reason }) });
+  }
+  return rows;
 }

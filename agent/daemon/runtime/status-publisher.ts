@@ -58,8 +58,14 @@ export class StatusPublisher implements DaemonUnit {
     }, FILE_EVERY_REAL_MS * this.clock.scale);
   }
 
+  /** The status document as it is now (the local API's GET /v1/status); undefined before the controller's first snapshot. */
+  document(): StatusDocument | undefined {
+    return this.last && { ...this.last, ...this.sections() };
+  }
+
   private write(): void {
-    if (this.last) this.sink.write({ ...this.last, ...this.sections() });
+    const doc = this.document();
+    if (doc) this.sink.write(doc);
   }
 
   private sendLine(): void {

@@ -1,0 +1,129 @@
+// GET /v1/events: what the daemon does, as JSON lines, to every reader
+// attached. The first line is the status document; then one line per
+// change: `state` (from, to, reason), `heartbeat` (outcome), `pairing` (the
+// flow the daemon runs), `upload` (id, name, state, bytesDone, bytesTotal,
+// priority; progress at most once a second per upload), `channels`. Every
+// line has `type` and `at` (wall ISO time).
+//
+// Lines come from the event bus; upload lines from a look at the queue, made
+// only while someone reads and at most once per LOCAL_API.uploadProgressEveryMs.
+// A line is written to each reader's socket and never waited on: the server's
+// sink drops a reader that falls too far behind (server.ts).
+import type { Clock, Timer } from '../lib/clock.js';
+import { LOCAL_API } from '../lib/timing.js';
+import type { EventBus } from '../core/event-bus.js';
+import type { DaemonSnapshot } from '../core/state.js';
+import type { StatusDocument } from '../core/status-document.js';
+import type { DaemonUnit } from '../core/unit.js';
+import type { UploadRow } from '../uploads/upload-item.js';
+import type { StreamSink } from './handlers.js';
+
+export interface EventsHubDeps {
+  bus: EventBus;
+  clock: Clock;
+  /** The status document now: the first line for each reader. */
+  status: () => StatusDocument | undefined;
+  /** Every upload the queue still holds, as the API lists them. */
+  uploads: () => UploadRow[];
+}
+
+const uploadKey = (r: UploadRow): string => `${r.state}:${r.bytesDone}:${r.priority}`;
+
+export class EventsHub implements DaemonUnit {
+  readonly name = 'local-api-events';
+  private readonly readers = new Set<StreamSink>();
+  private lastState: DaemonSnapshot['state'] | undefined;
+  private lastBeat: number | undefined;
+  private lastChannels = '';
+  private lastUploads = new Map<string, string>();
+  private uploadTimer: Timer | undefined;
+  private uploadLookAt = -Infinity;
+
+  constructor(private readonly d: EventsHubDeps) {}
+
+  start(): void {
+    const { bus } = this.d;
+    bus.on('stateChanged', this, ({ snapshot }) => this.snapshot(snapshot));
+    bus.on('pairing', this, (p) => this.publish({ type: 'pairing', ...p }));
+    for (const e of ['channelsDetected', 'channelsSynced'] as const) bus.on(e, this, () => this.channels());
+    for (const e of ['bytesSent', 'outboxSettled', 'statusChanged'] as const) bus.on(e, this, () => this.uploadsSoon());
+  }
+
+  async stop(): Promise<void> {
+    this.d.bus.removeListeners(this);
+    this.uploadTimer?.cancel();
+    this.uploadTimer = undefined;
+    for (const r of [...this.readers]) r.end();
+    return Promise.resolve();
+  }
+
+  /** A new reader: the status document first, then every line from now on. */
+  attach(sink: StreamSink): void {
+    if (this.readers.size === 0) this.lastUploads = new Map(this.d.uploads().map((r) => [r.id, uploadKey(r)]));
+    this.readers.add(sink);
+    sink.onClose(() => this.readers.delete(sink));
+    sink.send({ type: 'status', at: this.at(), status: this.d.status() ?? null });
+  }
+
+  get readerCount(): number {
+    return this.readers.size;
+  }
+
+  /** Sends a line to every reader now (a handler's own news, such as a cancel). */
+  publish(line: { type: string } & Record<string, unknown>): void {
+    if (this.readers.size === 0) return;
+    const full = { ...line, at: typeof line.at === 'string' ? line.at : this.at() };
+    for (const r of [...this.readers]) r.send(full);
+  }
+
+  /** Looks at the uploads soon (at once when the last look is old enough): a line for each that changed. */
+  uploadsSoon(): void {
+    if (this.readers.size === 0 || this.uploadTimer !== undefined) return;
+    const every = LOCAL_API.uploadProgressEveryMs * this.d.clock.scale;
+    const wait = Math.max(0, this.uploadLookAt + every - this.d.clock.now());
+    this.uploadTimer = this.d.clock.setTimer(() => {
+      this.uploadTimer = undefined;
+      this.uploadLookAt = this.d.clock.now();
+      this.lookAtUploads();
+    }, wait);
+  }
+
+  private lookAtUploads(): void {
+    if (this.readers.size === 0) return;
+    const seen = new Map<string, string>();
+    for (const row of this.d.uploads()) {
+      const key = uploadKey(row);
+      seen.set(row.id, key);
+      if (this.lastUploads.get(row.id) === key) continue;
+      const { id, name, state, bytesDone, bytesTotal, priority } = row;
+      this.publish({ type: 'upload', id, name, state, bytesDone, bytesTotal, priority, ...(row.reason !== undefined && { reason: row.reason }) });
+    }
+    this.lastUploads = seen;
+  }
+
+  private snapshot(snap: DaemonSnapshot): void {
+    if (snap.state !== this.lastState) {
+      const from = this.lastState ?? null;
+      this.lastState = snap.state;
+      this.publish({ type: 'state', from, to: snap.state, reason: snap.reason });
+    }
+    const beat = snap.lastHeartbeat;
+    if (beat !== undefined && beat.monotonic !== this.lastBeat) {
+      this.lastBeat = beat.monotonic;
+      this.publish({ type: 'heartbeat', at: beat.at, outcome: beat.result, ...(beat.status !== undefined && { status: beat.status }), ...(beat.error !== undefined && { error: beat.error }) });
+    }
+  }
+
+  private channels(): void {
+    const section = this.d.status()?.channels;
+    if (section === undefined) return;
+    const text = JSON.stringify(section);
+    if (text === this.lastChannels) return;
+    this.lastChannels = text;
+    this.publish({ type: 'channels', ...section });
+  }
+
+  private at(): string {
+    return new Date(this.d.clock.wallNow()).toISOString();
+  }
+}

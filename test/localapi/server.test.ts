@@ -1,0 +1,255 @@
+// The local API's server on a real unix socket: the handler map, the error
+// shape, the socket's mode, the events stream, and what it does with a
+// client that sends garbage, too much, nothing, or never reads.
+import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { EventBus } from '../../agent/core/event-bus.js';
+import type { DaemonSnapshot } from '../../agent/core/state.js';
+import { EventsHub } from '../../agent/localapi/events.js';
+import { apiEvents, apiRequest, LocalApiUnreachable } from '../../agent/localapi/client.js';
+import { HandlerMap } from '../../agent/localapi/handlers.js';
+import { LocalApiServer } from '../../agent/localapi/server.js';
+import { registerStatusHandlers } from '../../agent/localapi/status-handlers.js';
+import { LOCAL_API } from '../../agent/lib/timing.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+const moment = { at: '2026-01-01T00:00:00.000Z', monotonic: 1 };
+const snapshot = (state: DaemonSnapshot['state'], beat?: number): DaemonSnapshot => ({
+  state,
+  reason: `now ${state}`,
+  since: moment,
+  pid: 1,
+  started: moment,
+  consecutiveFailures: 0,
+  firmwareVersion: '1.0.0',
+  agentVersion: '0.0.0',
+  timeScale: 1,
+  updated: moment,
+  ...(beat !== undefined && { lastHeartbeat: { at: moment.at, monotonic: beat, result: 'ok' } }),
+});
+
+/** Raw bytes to the socket; resolves with everything the server sent before it closed (or after `waitMs`). */
+function raw(socketPath: string, data: string | Buffer, waitMs = 2_000): Promise<string> {
+  return new Promise((resolve) => {
+    const s = net.createConnection(socketPath);
+    let got = '';
+    s.on('data', (c) => (got += c.toString()));
+    s.on('connect', () => s.write(data));
+    const t = setTimeout(() => {
+      s.destroy();
+      resolve(got);
+    }, waitMs);
+    s.on('close', () => {
+      clearTimeout(t);
+      resolve(got);
+    });
+    s.on('error', () => undefined);
+  });
+}
+
+describe('local API server', () => {
+  let dir: string;
+  let sock: string;
+  let server: LocalApiServer;
+  let bus: EventBus;
+  let hub: EventsHub;
+  let clock: FakeClock;
+  let current: DaemonSnapshot | undefined;
+
+  async function serve(limits: Partial<Record<keyof typeof LOCAL_API, number>> = {}): Promise<void> {
+    bus = new EventBus();
+    clock = new FakeClock();
+    current = snapshot('online');
+    hub = new EventsHub({ bus, clock, status: () => current, uploads: () => [] });
+    hub.start();
+    const routes = new HandlerMap();
+    registerStatusHandlers(routes, { status: () => current, events: hub });
+    routes.add('POST', '/v1/echo', 'write', (req) => ({ status: 200, body: { got: req.body } }));
+    routes.add('GET', '/v1/things/{id}', 'read', (req) => ({ status: 200, body: { id: req.params.id } }));
+    routes.add('GET', '/v1/boom', 'read', () => {
+      throw new Error('a bug');
+    });
+    server = new LocalApiServer({ socketPath: sock, routes, limits });
+    await server.start();
+  }
+
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'localapi-'));
+    sock = path.join(dir, 'api.sock');
+  });
+  afterEach(async () => {
+    await hub?.stop();
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers GET /v1/status with the status document; the socket is 0660', async () => {
+    await serve();
+    expect(statSync(sock).mode & 0o777).toBe(0o660);
+    const r = await apiRequest(sock, 'GET', '/v1/status');
+    expect(r).toEqual({ status: 200, body: current });
+  });
+
+  it('routes path parameters; unknown paths are 404 and other methods 405, each with the error shape', async () => {
+    await serve();
+    expect((await apiRequest(sock, 'GET', '/v1/things/a%20b')).body).toEqual({ id: 'a b' });
+    const nf = await apiRequest(sock, 'GET', '/v1/nothing');
+    expect(nf.status).toBe(404);
+    expect(nf.body).toEqual({ error: { kind: 'not-found', message: expect.stringContaining('/v1/nothing') } });
+    const na = await apiRequest(sock, 'DELETE', '/v1/status');
+    expect(na.status).toBe(405);
+    expect((na.body as { error: { kind: string } }).error.kind).toBe('method-not-allowed');
+    const boom = await apiRequest(sock, 'GET', '/v1/boom');
+    expect(boom.status).toBe(500);
+    expect((boom.body as { error: { kind: string } }).error.kind).toBe('internal');
+  });
+
+  it('a body that is not JSON is 400; one over the cap is 413 and nothing reaches the handler', async () => {
+    await serve({ maxBodyBytes: 1024 });
+    expect((await apiRequest(sock, 'POST', '/v1/echo', { a: 1 })).body).toEqual({ got: { a: 1 } });
+    const garbage = await raw(sock, 'POST /v1/echo HTTP/1.1\r\nhost: x\r\ncontent-length: 3\r\n\r\n{{{');
+    expect(garbage).toMatch(/^HTTP\/1\.1 400/);
+    expect(garbage).toContain('"kind":"bad-request"');
+    const big = await apiRequest(sock, 'POST', '/v1/echo', { pad: 'x'.repeat(5000) });
+    expect(big.status).toBe(413);
+    expect((big.body as { error: { kind: string } }).error.kind).toBe('too-large');
+    // Chunked, no length given: cut off as it passes the cap.
+    const chunked = await raw(sock, `POST /v1/echo HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n800\r\n${'x'.repeat(0x800)}\r\n0\r\n\r\n`);
+    expect(chunked).toMatch(/^HTTP\/1\.1 413/);
+  });
+
+  it('garbage that is not HTTP, and a head over the cap, are refused with a JSON error and the connection closed', async () => {
+    await serve();
+    const g = await raw(sock, Buffer.from([0, 1, 2, 255, 13, 10, 13, 10]));
+    expect(g).toMatch(/^HTTP\/1\.1 400/);
+    expect(g).toContain('"kind":"bad-request"');
+    const huge = await raw(sock, `GET /v1/status HTTP/1.1\r\nx-pad: ${'a'.repeat(LOCAL_API.maxHeaderBytes + 100)}\r\n\r\n`);
+    expect(huge).toMatch(/^HTTP\/1\.1 431/);
+    // The server still answers others.
+    expect((await apiRequest(sock, 'GET', '/v1/status')).status).toBe(200);
+  });
+
+  it('a stale socket left by a dead daemon is replaced; a file that is not a socket is left alone and listening fails', async () => {
+    await serve();
+    await server.stop();
+    // stop() removed it; a process killed while it listened leaves its socket file behind.
+    spawnSync(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(sock)}, () => process.kill(process.pid, 'SIGKILL'))`]);
+    expect(statSync(sock).isSocket()).toBe(true);
+    await serve();
+    expect((await apiRequest(sock, 'GET', '/v1/status')).status).toBe(200);
+    await server.stop();
+    writeFileSync(sock, 'not a socket');
+    const other = new LocalApiServer({ socketPath: sock, routes: new HandlerMap() });
+    await expect(other.start()).rejects.toThrow(/not a socket/);
+    expect(statSync(sock).isFile()).toBe(true);
+  });
+
+  it('no daemon: the client says the socket cannot be reached, with the code', async () => {
+    await expect(apiRequest(path.join(dir, 'none.sock'), 'GET', '/v1/status')).rejects.toBeInstanceOf(LocalApiUnreachable);
+    await expect(apiRequest(path.join(dir, 'none.sock'), 'GET', '/v1/status')).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('events: the status first, then state, heartbeat and pairing lines, each with type and at', async () => {
+    await serve();
+    const lines: Array<Record<string, unknown>> = [];
+    const ac = new AbortController();
+    const reading = apiEvents(sock, (e) => lines.push(e), { signal: ac.signal });
+    await waitFor(() => lines.length >= 1);
+    expect(lines[0]).toEqual({ type: 'status', at: expect.any(String), status: current });
+    bus.emit('stateChanged', { snapshot: snapshot('offline', 5), transition: true });
+    bus.emit('pairing', { phase: 'waiting' });
+    await waitFor(() => lines.length >= 4);
+    expect(lines.slice(1)).toEqual([
+      { type: 'state', at: expect.any(String), from: null, to: 'offline', reason: 'now offline' },
+      { type: 'heartbeat', at: moment.at, outcome: 'ok' },
+      { type: 'pairing', at: expect.any(String), phase: 'waiting' },
+    ]);
+    ac.abort();
+    await reading;
+  });
+
+  it('a reader that never reads is cut off after its buffer fills; another reader and requests go on', async () => {
+    await serve({ eventsBufferBytes: 64 * 1024 });
+    // A raw client that sends the request and then never reads a byte.
+    const stuck = net.createConnection(sock);
+    stuck.on('error', () => undefined);
+    await new Promise<void>((r) => stuck.on('connect', () => r()));
+    stuck.pause();
+    stuck.write('GET /v1/events HTTP/1.1\r\nhost: x\r\n\r\n');
+    const good: Array<Record<string, unknown>> = [];
+    const ac = new AbortController();
+    const reading = apiEvents(sock, (e) => good.push(e), { signal: ac.signal });
+    await waitFor(() => hub.readerCount === 2 && good.length >= 1);
+    const reason = 'x'.repeat(4096);
+    for (let i = 0; i < 2_000 && hub.readerCount === 2; i++) {
+      bus.emit('pairing', { phase: 'failed', kind: 'test', message: reason });
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(hub.readerCount).toBe(1);
+    await waitFor(() => good.length > 10);
+    expect(good.every((e) => e.type !== 'overflow')).toBe(true);
+    expect((await apiRequest(sock, 'GET', '/v1/status')).status).toBe(200);
+    ac.abort();
+    await reading;
+    stuck.destroy();
+  });
+
+  it('a slow reader gets one last line saying it fell behind, then the stream ends', async () => {
+    await serve({ eventsBufferBytes: 1 });
+    const lines: Array<Record<string, unknown>> = [];
+    const reading = apiEvents(sock, (e) => lines.push(e));
+    await waitFor(() => lines.length >= 1);
+    // Two lines at once: the second finds the first still buffered (the limit is one byte).
+    bus.emit('pairing', { phase: 'waiting' });
+    bus.emit('pairing', { phase: 'waiting' });
+    await reading;
+    expect(lines.at(-1)).toMatchObject({ type: 'overflow', message: expect.stringContaining('behind') });
+    expect(hub.readerCount).toBe(0);
+  });
+
+  it('connections over the cap: the oldest idle one makes room, so a newcomer is served', async () => {
+    await serve({ maxConnections: 8 });
+    const idle: net.Socket[] = [];
+    for (let i = 0; i < 20; i++) {
+      const s = net.createConnection(sock);
+      s.on('error', () => undefined);
+      idle.push(s);
+      await new Promise<void>((r) => s.on('connect', () => r()));
+    }
+    await waitFor(() => server.connections <= 8);
+    expect((await apiRequest(sock, 'GET', '/v1/status')).status).toBe(200);
+    expect(server.connections).toBeLessThanOrEqual(8);
+    for (const s of idle) s.destroy();
+  });
+
+  it('a connection that sends nothing is dropped after the idle time', async () => {
+    await serve({ idleTimeoutMs: 300 });
+    const s = net.createConnection(sock);
+    s.on('error', () => undefined);
+    const closed = new Promise<void>((r) => s.on('close', () => r()));
+    await closed;
+    await waitFor(() => server.connections === 0);
+  });
+
+  it('while stopping, streams get a last line and close', async () => {
+    await serve();
+    const lines: Array<Record<string, unknown>> = [];
+    const reading = apiEvents(sock, (e) => lines.push(e));
+    await waitFor(() => lines.length >= 1);
+    await server.stop();
+    await reading;
+    expect(lines.at(-1)).toMatchObject({ type: 'bye' });
+  });
+});
+
+async function waitFor(cond: () => boolean, ms = 5_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > until) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
