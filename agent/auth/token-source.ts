@@ -28,7 +28,7 @@ import type { EventBus } from '../core/event-bus.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { loadCredentials, type Credentials } from './credentials.js';
-import { credentialsOf, fileFromGrant, saveCredentials, sweepCredentialTemps } from './credentials-store.js';
+import { credentialsOf, fileFromGrant, removeCredentials, saveCredentials, sweepCredentialTemps, type CredentialsFile } from './credentials-store.js';
 import { refreshDelay } from './refresh-policy.js';
 
 /** refreshed: a new pair is in use; unavailable: nothing to refresh with; refused: the service said no (needs pairing). */
@@ -165,6 +165,22 @@ export class CredentialsTokenSource implements TokenSource {
     this.callRefusalsNotToken = false;
     this.failures = 0;
     this.arm();
+  }
+
+  /**
+   * The daemon's own pairing stores a new pair (auth/daemon-pairing.ts): once
+   * any refresh in flight has ended, so the file has one writer at a time.
+   * Who stored it then reloads (the controller, on `credentialsReplaced`).
+   */
+  async install(content: CredentialsFile): Promise<void> {
+    await this.inFlight?.catch(() => undefined);
+    await saveCredentials(this.settings.tokenFile, content);
+  }
+
+  /** The daemon's own unpairing forgets the file, after any refresh in flight; false when there was none. */
+  async forget(): Promise<boolean> {
+    await this.inFlight?.catch(() => undefined);
+    return removeCredentials(this.settings.tokenFile);
   }
 
   start(): void {

@@ -4,10 +4,6 @@
 // drive the flow), polls until the person approves, stores the credentials
 // durably, verifies them with GET /v2/devices/me and tells a running daemon
 // to use them at once. Ctrl-C or SIGTERM cancels at any step (130 / 143).
-import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
-import type { Device } from '../api/types.js';
 import { createServiceApi, type ServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
@@ -16,9 +12,10 @@ import { pairDevice, type PairingEvent } from '../auth/pairing.js';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
 import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
-import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
-import { SystemClock, sleep } from '../lib/clock.js';
-import { ensureDir } from '../lib/ensure-dir.js';
+import { prepareCredentialsDirs } from '../auth/credentials-dirs.js';
+import { deviceSummary, verifyGrant } from '../auth/grant-verify.js';
+import { SystemClock } from '../lib/clock.js';
+import { PAIRING_TIMEOUT_MS } from '../lib/timing.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError } from '../lib/fs-errors.js';
 import { oneLine, quote } from '../lib/text.js';
@@ -30,8 +27,7 @@ import { agentVersion } from './version.js';
 export const usage = 'pair [--json] [--timeout SECONDS]';
 export const options = { json: { type: 'boolean' }, timeout: { type: 'string' } } satisfies CommandOptions;
 
-/** Long enough for a person to find the app and type a code a few times over. */
-export const DEFAULT_TIMEOUT_S = 600;
+export const DEFAULT_TIMEOUT_S = PAIRING_TIMEOUT_MS / 1000;
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
 function timeoutOf(value: unknown): number {
@@ -41,54 +37,10 @@ function timeoutOf(value: unknown): number {
   return n;
 }
 
-/** About what writing the credentials takes (temp file, rename): a full disk fails here, not after the grant. */
-const PROBE_BYTES = 4096;
-
-/** Writes, flushes and removes a small file in `dir`: what saving the credentials will do there. Throws the raw fs error. */
-export async function writeProbe(dir: string): Promise<void> {
-  const file = path.join(dir, `.c2c-agent-write-probe.${process.pid}.${randomBytes(4).toString('hex')}`);
-  const handle = await fs.open(file, 'wx', 0o600);
-  try {
-    await handle.writeFile(Buffer.alloc(PROBE_BYTES));
-    await handle.sync();
-  } finally {
-    await handle.close().catch(() => undefined);
-    await fs.rm(file, { force: true });
-  }
-}
-
-/**
- * Before the service is asked for a code: once it has issued tokens, a
- * state dir that is missing, not a directory or not writable would lose the
- * approved pairing. The state dir (and the token file's directory, when
- * elsewhere) is made if missing (0700) and must take a write; the token file,
- * if there, must be a regular file (rename cannot replace a directory).
- */
-export async function prepareCredentialsDirs(settings: Pick<Settings, 'stateDir' | 'tokenFile' | 'sources'>, probe: (dir: string) => Promise<void> = writeProbe): Promise<void> {
-  const dirs = new Map([[settings.stateDir, { what: 'state dir', source: settings.sources.stateDir }]]);
-  const tokenDir = path.dirname(settings.tokenFile);
-  if (!dirs.has(tokenDir)) dirs.set(tokenDir, { what: 'directory of the credentials file', source: settings.sources.tokenFile });
-  for (const [dir, spec] of dirs) {
-    if (!checkDirectorySync(dir, spec)) {
-      await ensureDir(dir, 0o700).catch((err: unknown) => {
-        throw fsError(err, `create the ${spec.what}`, dir, spec.source);
-      });
-    }
-    await probe(dir).catch((err: unknown) => {
-      throw fsError(err, `write in the ${spec.what} (where the credentials will be stored)`, dir, spec.source);
-    });
-  }
-  checkRegularFileSync(settings.tokenFile, { what: 'credentials file', maxBytes: READ_LIMITS.credentials, source: settings.sources.tokenFile });
-}
-
 class Cancelled extends Error {
   constructor(readonly signal: string) {
     super(`pairing cancelled (${signal}); nothing was stored`);
   }
-}
-
-function deviceSummary(d: Device): Record<string, unknown> {
-  return { id: d.id, name: d.name ?? null, status: d.status ?? null, project_id: d.project_id ?? d.project?.id ?? null, project: d.project?.name ?? null };
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
@@ -179,41 +131,3 @@ export async function run(ctx: CommandContext): Promise<number> {
 function exitOf(err: unknown): number {
   return err instanceof AgentError ? err.exitCode : EXIT.internal;
 }
-
-/** Tries of GET /v2/devices/me with the new token, and the pause between them (agent ms). */
-const VERIFY_TRIES = 4;
-const VERIFY_PAUSE_MS = 3_000;
-
-/**
- * GET /v2/devices/me with the granted token, as the service asks after every
- * new authorization, tried a few times within the pairing's time limit. What
- * the last failure was decides what happens to the grant:
- * - refused (401, 403), or an answer that is not the service's (a 101, a
- *   body that is not a device record): thrown, and nothing is stored;
- * - the network or the service having a bad moment (timeout, 5xx, 429): the
- *   grant is returned unverified and stored all the same. The service revoked
- *   the unit's previous tokens when it issued these, so they are the only
- *   authorization it has; the daemon verifies them when it gets through.
- */
-async function verifyGrant(api: ServiceApi, clock: SystemClock, deadline: number, signal: AbortSignal): Promise<{ device: Device } | { device?: undefined; error: AgentError }> {
-  let last: AgentError | undefined;
-  for (let i = 0; i < VERIFY_TRIES; i++) {
-    if (i > 0) {
-      if (clock.now() + VERIFY_PAUSE_MS >= deadline) break;
-      await sleep(clock, VERIFY_PAUSE_MS, signal);
-    }
-    try {
-      return { device: (await api.getDevice(signal)).value };
-    } catch (err) {
-      if (!(err instanceof AgentError)) throw err;
-      last = err;
-      if (!TEMPORARY.has(err.kind)) break;
-    }
-  }
-  const e = last as AgentError;
-  if (TEMPORARY.has(e.kind)) return { error: e };
-  throw new AgentError(e.kind, `approved, but the service did not confirm the new credentials (${e.message}); nothing was stored: run \`c2c-agent pair\` again`, e.details);
-}
-
-// 'paused': the service knows the token and says the device is paused, which the daemon shows.
-const TEMPORARY: ReadonlySet<string> = new Set(['network', 'server', 'rate-limited', 'timeout', 'paused']);

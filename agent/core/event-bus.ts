@@ -33,15 +33,17 @@ export interface Prefs {
 }
 
 /**
- * One step of a pairing the daemon runs (POST /v1/pair): the local API's
- * events stream shows each as a `pairing` line. The device code itself never
- * appears here (a secret); the user code is meant to be shown.
+ * One step of the daemon's pairing, as the local API's `/v1/events` carries
+ * it (fields named as the contract names them). Never the device code.
  */
 export type PairingProgress =
-  | { phase: 'code'; user_code: string; verification_uri: string; verification_uri_complete?: string; expires_in: number }
-  | { phase: 'waiting' }
-  | { phase: 'paired'; device?: { id: string; name?: string } }
-  | { phase: 'failed'; kind: string; message: string }
+  | { phase: 'code'; user_code: string; verification_uri: string; verification_uri_complete: string | null; expires_in: number; interval: number; name?: string }
+  | { phase: 'waiting'; expires_in: number }
+  | { phase: 'slow_down'; interval: number }
+  | { phase: 'retrying'; error: { kind: string; message: string } }
+  | { phase: 'verifying' }
+  | { phase: 'paired'; verified: boolean; device: Record<string, unknown> | null; warnings: string[] }
+  | { phase: 'failed'; exitCode: number; error: { kind: string; message: string; status?: number; code?: string } }
   | { phase: 'cancelled' };
 
 export interface AgentEvents {
@@ -67,12 +69,14 @@ export interface AgentEvents {
   bytesSent: { bytes: number };
   /** The upload window opened: uploads may go now. */
   uploadWindowOpened: Record<string, never>;
-  /** The daemon's pairing flow moved on (published by the pairing handlers, shown on GET /v1/events). */
-  pairing: PairingProgress;
   /** The preferences changed (PATCH /v1/prefs): in effect at once. */
   prefsChanged: { prefs: Prefs };
   /** Something a unit reports in the status document changed (queue, uploads, channels). */
   statusChanged: Record<string, never>;
+  /** The daemon's own pairing moved on (auth/daemon-pairing.ts, started by POST /v1/pair); GET /v1/events carries it as a `pairing` line. */
+  pairing: PairingProgress;
+  /** The daemon stored or forgot the credentials itself (pairing, unpairing): use the file as it is now. */
+  credentialsReplaced: { why: 'paired' | 'unpaired' };
 }
 
 export type AgentEvent = keyof AgentEvents;

@@ -64,6 +64,8 @@ export class Controller implements DaemonUnit {
     });
     this.d.bus.on('tokensRefreshed', this, () => this.tokensRefreshed());
     this.d.bus.on('tokensRejected', this, ({ reason }) => this.tokensRejected(reason));
+    // The daemon paired or unpaired itself (POST /v1/pair, /v1/unpair): the file is new, use it now.
+    this.d.bus.on('credentialsReplaced', this, () => this.reload());
     this.d.logger.info({ state: this.state }, 'c2c-agent daemon starting');
     this.publish(true);
     if (this.loadCredentials()) void this.check('start-up');

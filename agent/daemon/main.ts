@@ -119,6 +119,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     notifier,
     bootId: await readBootId(),
     onStatusWriteError: logWriteError('status'),
+    agentVersion,
   });
   // Timers come and go with the state; this keeps the loop alive between them until a signal.
   const keepAlive = setInterval(() => {}, 3_600_000);

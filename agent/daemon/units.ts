@@ -5,6 +5,8 @@
 // bottom: a part that must reach another one built later publishes on the
 // event bus (core/event-bus.ts) instead of holding a reference to it.
 import { getClientId } from '../auth/client-id.js';
+import { DaemonPairing } from '../auth/daemon-pairing.js';
+import { createServiceApi } from '../api/service.js';
 import { ChannelMapStore } from '../channels/channel-map.js';
 import { ChannelsUnit } from '../channels/channels-unit.js';
 import { ChannelDetector } from '../channels/detect.js';
@@ -38,6 +40,7 @@ import { HandlerMap } from '../localapi/handlers.js';
 import { EventsHub } from '../localapi/events.js';
 import { apiSocketOf, LocalApiUnit } from '../localapi/local-api-unit.js';
 import { registerStatusHandlers } from '../localapi/status-handlers.js';
+import { registerPairHandlers } from '../localapi/pair-handlers.js';
 import { uploadRows } from '../uploads/upload-item.js';
 
 export interface UnitsInput {
@@ -51,11 +54,14 @@ export interface UnitsInput {
   notifier: SystemdNotifier;
   bootId: string;
   onStatusWriteError: (err: unknown) => void;
+  agentVersion: string;
 }
 
 export interface DaemonUnits {
   units: DaemonUnit[];
   controller: Controller;
+  /** Pairing and unpairing by the daemon, for the local API (POST/DELETE /v1/pair, POST /v1/unpair). */
+  pairing: DaemonPairing;
 }
 
 export function buildUnits(i: UnitsInput): DaemonUnits {
@@ -145,10 +151,24 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, close: () => storage.close() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
+  const pairing = new DaemonPairing({
+    settings,
+    clock,
+    random: i.random,
+    logger,
+    bus,
+    oauth: api.oauth,
+    // The grant is verified with its own token before anything uses it: a client of its own, closed after.
+    verifier: (accessToken) => createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: i.agentVersion, clock, logger }),
+    clientId: async () => (await getClientId(settings)).clientId,
+    credentials: tokens,
+  });
+
   // The local API (agent/localapi/): one handler map, each feature's routes registered by its own function.
   const events = new EventsHub({ bus, clock, status: () => status.document(), uploads: () => uploadRows(outboxUnit.items(), new Set(outboxUnit.inFlight())) });
   const routes = new HandlerMap();
   registerStatusHandlers(routes, { status: () => status.document(), events });
+  registerPairHandlers(routes, { pairing });
   const localApi = new LocalApiUnit(apiSocketOf(settings.runtimeDir), routes, logger);
 
   // Started in this order, stopped in reverse. The status file listens before the
@@ -158,7 +178,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // before anything puts work in it and closes (flushed) after the last put. The
   // watchdog pings only once the controller has something to be healthy about.
   // The local API serves once the units it steers run, and hears the controller's
-  // first snapshot; it stops (connections dropped) before what it steers.
-  units.push(status, tokens, outboxUnit, channels, uploads, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
-  return { units, controller };
+  // first snapshot; it stops (connections dropped) before what it steers, the
+  // daemon's pairing among them (a flow under way is cancelled, nothing stored).
+  units.push(status, tokens, outboxUnit, channels, uploads, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  return { units, controller, pairing };
 }

@@ -64,3 +64,6 @@ export const LOCAL_API = {
   /** Upload progress lines on the events stream, per upload: at most one per this many real ms. */
   uploadProgressEveryMs: 1_000,
 } as const;
+
+/** How long a pairing waits for a person to approve the code (`pair --timeout`, POST /v1/pair's `timeoutSeconds`): long enough to find the app and type a code a few times over. */
+export const PAIRING_TIMEOUT_MS = 600_000;

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { prepareCredentialsDirs, writeProbe } from '../../agent/cli/pair.js';
+import { prepareCredentialsDirs, writeProbe } from '../../agent/auth/credentials-dirs.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { tempDir } from '../support/auth-fixtures.js';
 

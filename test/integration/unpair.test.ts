@@ -91,7 +91,7 @@ describe('unpair', () => {
 
     const local = await runCommand(['unpair', '--json', '--local', ...noSecret], u.dirs);
     expect({ code: local.code, stderr: local.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(local.events).toEqual([expect.objectContaining({ ok: true, revoked: false, removed: true, warnings: [expect.stringContaining('--local: forgot the credentials here only')] })]);
+    expect(local.events).toEqual([expect.objectContaining({ ok: true, revoked: false, removed: true, warnings: [expect.stringContaining('forgot the credentials here only')] })]);
     expect(existsSync(u.credentials)).toBe(false);
     expect(posts(fx.cloud, since, REVOKE_PATH)).toEqual([]);
     // Said, and so: the service still honours the token.

@@ -161,12 +161,12 @@ describe('local API server', () => {
     await waitFor(() => lines.length >= 1);
     expect(lines[0]).toEqual({ type: 'status', at: expect.any(String), status: current });
     bus.emit('stateChanged', { snapshot: snapshot('offline', 5), transition: true });
-    bus.emit('pairing', { phase: 'waiting' });
+    bus.emit('pairing', { phase: 'waiting', expires_in: 60 });
     await waitFor(() => lines.length >= 4);
     expect(lines.slice(1)).toEqual([
       { type: 'state', at: expect.any(String), from: null, to: 'offline', reason: 'now offline' },
       { type: 'heartbeat', at: moment.at, outcome: 'ok' },
-      { type: 'pairing', at: expect.any(String), phase: 'waiting' },
+      { type: 'pairing', at: expect.any(String), phase: 'waiting', expires_in: 60 },
     ]);
     ac.abort();
     await reading;
@@ -186,7 +186,7 @@ describe('local API server', () => {
     await waitFor(() => hub.readerCount === 2 && good.length >= 1);
     const reason = 'x'.repeat(4096);
     for (let i = 0; i < 2_000 && hub.readerCount === 2; i++) {
-      bus.emit('pairing', { phase: 'failed', kind: 'test', message: reason });
+      bus.emit('pairing', { phase: 'failed', exitCode: 69, error: { kind: 'network', message: reason } });
       await new Promise((r) => setImmediate(r));
     }
     expect(hub.readerCount).toBe(1);
@@ -204,8 +204,8 @@ describe('local API server', () => {
     const reading = apiEvents(sock, (e) => lines.push(e));
     await waitFor(() => lines.length >= 1);
     // Two lines at once: the second finds the first still buffered (the limit is one byte).
-    bus.emit('pairing', { phase: 'waiting' });
-    bus.emit('pairing', { phase: 'waiting' });
+    bus.emit('pairing', { phase: 'waiting', expires_in: 60 });
+    bus.emit('pairing', { phase: 'waiting', expires_in: 60 });
     await reading;
     expect(lines.at(-1)).toMatchObject({ type: 'overflow', message: expect.stringContaining('behind') });
     expect(hub.readerCount).toBe(0);

@@ -1,0 +1,88 @@
+// POST /v1/pair, DELETE /v1/pair, POST /v1/unpair: pairing steered by the
+// camera's UI or the CLI, done by the daemon (auth/daemon-pairing.ts) with
+// its own client secret. The answers carry the code a person is meant to see
+// and never the device code; progress goes out on GET /v1/events as
+// `pairing` lines.
+//
+// Additions to the contract (docs/local-api.md): POST /v1/pair takes an
+// optional `{"timeoutSeconds": N}`; DELETE /v1/pair answers `cancelled`
+// (false when no pairing was under way; 409 once the approved tokens are
+// being stored); POST /v1/unpair takes an optional `{"local": true}` (forget
+// here without revoking) and answers `removed` and `warnings` beside
+// `revoked`. A refusal's error carries the agent's error kind (config,
+// network, unauthorized...) so the CLI exits with the code it always did.
+import type { DaemonPairing } from '../auth/daemon-pairing.js';
+import { AgentError, type ErrorKind } from '../lib/errors.js';
+import { ApiError, badRequest, type HandlerMap } from './handlers.js';
+
+export interface PairHandlerDeps {
+  pairing: Pick<DaemonPairing, 'begin' | 'cancel' | 'unpair'>;
+}
+
+/** The HTTP status of a refusal of each kind: the request was fine, the daemon or the service could not do it. */
+const STATUS_OF: Record<ErrorKind, number> = {
+  usage: 400,
+  config: 409,
+  unauthorized: 403,
+  forbidden: 403,
+  'rate-limited': 503,
+  paused: 503,
+  conflict: 409,
+  'not-found': 502,
+  server: 502,
+  network: 503,
+  protocol: 502,
+  unavailable: 503,
+  timeout: 504,
+  disk: 507,
+  internal: 500,
+};
+
+/** An AgentError as the API's refusal; its kind kept, so a client maps it to the same exit code. */
+export function apiErrorOf(err: unknown): unknown {
+  if (!(err instanceof AgentError)) return err;
+  return new ApiError(STATUS_OF[err.kind], err.kind, err.message);
+}
+
+function objectBody(body: unknown): Record<string, unknown> {
+  if (body === undefined) return {};
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be a JSON object');
+  return body as Record<string, unknown>;
+}
+
+/** POST /v1/pair's optional `timeoutSeconds`: a positive number of seconds, at most a day. */
+function timeoutOf(body: Record<string, unknown>): number | undefined {
+  const t = body.timeoutSeconds;
+  if (t === undefined) return undefined;
+  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > 86_400) throw badRequest(`timeoutSeconds ${JSON.stringify(t)} must be a number of seconds above 0 and at most 86400`);
+  return t * 1000;
+}
+
+export function registerPairHandlers(routes: HandlerMap, d: PairHandlerDeps): void {
+  routes.add('POST', '/v1/pair', 'write', async (req) => {
+    const body = objectBody(req.body);
+    const timeoutMs = timeoutOf(body);
+    try {
+      const { phase: _phase, ...code } = await d.pairing.begin(timeoutMs);
+      return { status: 202, body: code };
+    } catch (err) {
+      throw apiErrorOf(err);
+    }
+  });
+
+  routes.add('DELETE', '/v1/pair', 'write', () => {
+    const r = d.pairing.cancel();
+    if (r === 'too-late') throw new ApiError(409, 'conflict', 'the pairing was approved and its credentials are being stored; it can no longer be cancelled (unpair instead)');
+    return { status: 200, body: r === 'cancelled' ? { cancelled: true } : { cancelled: false, reason: 'no pairing is under way' } };
+  });
+
+  routes.add('POST', '/v1/unpair', 'write', async (req) => {
+    const body = objectBody(req.body);
+    if (body.local !== undefined && typeof body.local !== 'boolean') throw badRequest(`local ${JSON.stringify(body.local)} must be true or false`);
+    try {
+      return { status: 200, body: await d.pairing.unpair(body.local === true) };
+    } catch (err) {
+      throw apiErrorOf(err);
+    }
+  });
+}
