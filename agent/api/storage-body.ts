@@ -47,6 +47,10 @@ export class BufferPool {
 export interface FileSlice {
   file: string;
   start: number;
+  /** An open descriptor of the file to read instead of opening `file` (left open): a file being renamed while it is read (real-time uploads). */
+  fd?: number;
+  /** Sees each buffer before it is handed to the request (a hash of exactly the bytes sent). */
+  onRead?: (bytes: Buffer) => void;
 }
 
 export const isFileSlice = (body: unknown): body is FileSlice =>
@@ -138,7 +142,9 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
       const n = await readFully(this.fd, buffer, want, this.slice.start + this.at);
       if (n < want) throw new SliceReadError(`the body ended after ${this.at + n} of the ${this.length} bytes declared (the file shrank)`);
       this.at += n;
-      return { done: false, value: n === buffer.length ? buffer : buffer.subarray(0, n) };
+      const value = n === buffer.length ? buffer : buffer.subarray(0, n);
+      this.slice.onRead?.(value);
+      return { done: false, value };
     } catch (err) {
       await this.end(false);
       throw readFailed(err);
@@ -146,6 +152,11 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
   }
 
   private open(): Promise<void> {
+    if (this.slice.fd !== undefined) {
+      this.buffer = this.pool.take();
+      this.fd = this.slice.fd;
+      return Promise.resolve();
+    }
     return new Promise((resolve, reject) =>
       fs.open(this.slice.file, 'r', (err, fd) => {
         if (err) return reject(err);
@@ -162,7 +173,8 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
     this.ended = true;
     if (whole && this.buffer !== undefined) this.pool.give([this.buffer]);
     this.buffer = undefined;
-    if (this.fd >= 0) await new Promise<void>((resolve) => fs.close(this.fd, () => resolve()));
+    // A descriptor it was given belongs to the caller.
+    if (this.fd >= 0 && this.slice.fd === undefined) await new Promise<void>((resolve) => fs.close(this.fd, () => resolve()));
   }
 }
 

@@ -15,6 +15,7 @@ import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { UPLOAD_KIND, uploadView, type UploadView } from '../uploads/upload-item.js';
+import { REALTIME_KIND, realtimeView } from '../uploads/realtime-item.js';
 import { SKIPPED_LIST_MAX } from '../uploads/media-watcher.js';
 import { formatBytes, oneLine, quote } from '../lib/text.js';
 
@@ -34,7 +35,7 @@ const DONE_LIST_MAX = 10;
  */
 export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
   const open = items.filter((i) => i.state === 'pending' || i.state === 'dead').slice(0, LIST_MAX);
-  const done = items.filter((i) => i.kind === UPLOAD_KIND && i.state === 'done').slice(-DONE_LIST_MAX);
+  const done = items.filter((i) => (i.kind === UPLOAD_KIND || i.kind === REALTIME_KIND) && i.state === 'done').slice(-DONE_LIST_MAX);
   return [...open, ...done];
 }
 
@@ -67,7 +68,7 @@ export function shown(item: OutboxItem, view: DaemonQueueView | undefined): Show
   // The daemon's view is rewritten at most once a second: an item the disk already shows ended is not in flight.
   const running = item.state === 'pending' && (view?.inFlight.includes(item.id) ?? false);
   const attempts = view?.attempts[item.id];
-  const upload = uploadView(item, running);
+  const upload = uploadView(item, running) ?? realtimeView(item, running);
   return {
     id: item.id,
     kind: item.kind,
@@ -107,7 +108,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     for (const i of listed) {
       const u = i.upload;
       const what = u !== undefined
-        ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}`
+        ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${u.realtime === 'recording' ? ' so far (recording)' : ''}`
         : `${i.state.padEnd(9)} ${i.kind} ${i.id} since ${i.createdAt}`;
       lines.push(`  ${what}${i.reason ? `: ${i.reason}` : ''}${i.attempts ? ` (${i.attempts} attempts, last: ${i.lastError ?? ''})` : ''}`);
     }

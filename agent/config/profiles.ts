@@ -61,6 +61,7 @@ interface RawProfile {
   heartbeat: { minSeconds: number; maxSeconds: number };
   channels: ChannelSpec[];
   requiredMetadata: string[];
+  realtimeUploads?: boolean;
 }
 
 /** Parses and checks one profile file; `file` is the name used in messages. */
@@ -113,6 +114,7 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
     file,
   };
   if (raw.maxFirmware !== undefined) profile.maxFirmware = raw.maxFirmware;
+  if (raw.realtimeUploads !== undefined) profile.realtimeUploads = raw.realtimeUploads;
   return profile;
 }
 

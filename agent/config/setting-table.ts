@@ -90,6 +90,15 @@ export const SETTING_ROWS = {
     default: '`false`: remove each clip once uploaded',
     help: 'remove each clip once uploaded',
   },
+  realtimeUploads: {
+    flag: '--realtime-uploads',
+    value: 'true|false',
+    env: 'C2C_REALTIME_UPLOADS',
+    configKey: 'realtimeUploads',
+    configType: 'boolean',
+    default: "the firmware profile's `realtimeUploads`, else `false`: upload clips while the camera records them (docs/realtime-uploads.md)",
+    help: 'upload clips while the camera records them',
+  },
   uploadWindowCron: {
     flag: '--upload-window-cron',
     value: 'EXPR',

@@ -154,6 +154,10 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const mediaDir = mediaFound === undefined ? undefined : pathSetting('mediaDir', () => ({ value: '', source: 'default' }));
   const mediaSettleSeconds = resolveSettle(find('mediaSettleSeconds'), sources);
   const deleteAfterUpload = resolveBoolean(find('deleteAfterUpload'), 'deleteAfterUpload', sources);
+  // Unset stays unset: the firmware profile may then turn it on (realtimeUploadsOn).
+  const realtimeFound = find('realtimeUploads');
+  const realtimeUploads = realtimeFound === undefined ? undefined : resolveBoolean(realtimeFound, 'realtimeUploads', sources);
+  if (realtimeFound === undefined) sources.realtimeUploads = "the firmware profile's realtimeUploads, else default";
   const uploadWindow = resolveWindow(find('uploadWindowCron'), find('uploadWindowMinutes'), sources);
   const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
   const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
@@ -186,6 +190,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
     sources,
   };
   if (mediaDir !== undefined) settings.mediaDir = mediaDir;
+  if (realtimeUploads !== undefined) settings.realtimeUploads = realtimeUploads;
   if (uploadWindow !== undefined) settings.uploadWindow = uploadWindow;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;

@@ -28,6 +28,8 @@ export interface Settings {
   mediaSettleSeconds: number;
   /** Remove each clip once its upload completed. */
   deleteAfterUpload: boolean;
+  /** Upload clips while they are recorded; undefined when no option, variable or config key set it (the profile decides then). */
+  realtimeUploads?: boolean;
   /** Uploads run only inside this window (cron start, length in minutes), once the wall clock is known good. */
   uploadWindow?: { cron: string; minutes: number; source: string };
   /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
@@ -55,6 +57,12 @@ export interface FirmwareProfile {
   heartbeat: { minSeconds: number; maxSeconds: number };
   channels: ChannelSpec[];
   requiredMetadata: string[];
+  /** This model's recorder writes clips the way real-time uploads expect (docs/realtime-uploads.md): on unless the realtimeUploads setting says otherwise. */
+  realtimeUploads?: boolean;
   /** The file it was loaded from (not part of the JSON). */
   file: string;
 }
+
+/** Real-time uploads: the realtimeUploads setting when set, else the profile's field, else off. */
+export const realtimeUploadsOn = (settings: Pick<Settings, 'realtimeUploads'>, profile: Pick<FirmwareProfile, 'realtimeUploads'>): boolean =>
+  settings.realtimeUploads ?? profile.realtimeUploads ?? false;

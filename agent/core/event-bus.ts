@@ -65,6 +65,8 @@ export interface AgentEvents {
   outboxSettled: Record<string, never>;
   /** The media watcher found a finished file. */
   mediaFileReady: { file: MediaFileFacts };
+  /** Real-time uploads: the media watcher found a clip still being written at `path`, to be `finalPath` once finished. */
+  mediaFileGrowing: { file: MediaFileFacts & { finalPath: string } };
   /** Bytes of a media file left for storage. */
   bytesSent: { bytes: number };
   /** The upload window opened: uploads may go now. */

@@ -61,6 +61,17 @@ export interface UploadsSection {
   bytesPerSecond: number;
   /** Only with a media dir. */
   skipped?: SkippedSection;
+  /** Recordings uploading in real time now (docs/realtime-uploads.md); absent when none. */
+  recording?: RecordingEntry[];
+}
+
+/** One recording uploading in real time: bytes on disk and sent, how long since it was written to, when it is finished with what is on disk if it stays so. */
+export interface RecordingEntry {
+  name: string;
+  bytesOnDisk: number;
+  bytesSent: number;
+  idleSeconds: number;
+  finishedInSeconds: number;
 }
 
 /** One section per reporting unit, named as it appears in status.json. */
@@ -204,13 +215,24 @@ const skipped: Check<SkippedSection> = (v) => {
   return entries === undefined || more === undefined ? undefined : { entries, more };
 };
 
+const recordingEntry: Check<RecordingEntry> = (v) => {
+  if (!isObject(v)) return undefined;
+  const name = str(v.name);
+  const bytesOnDisk = count(v.bytesOnDisk);
+  const bytesSent = count(v.bytesSent);
+  const idleSeconds = count(v.idleSeconds);
+  const finishedInSeconds = count(v.finishedInSeconds);
+  if (name === undefined || bytesOnDisk === undefined || bytesSent === undefined || idleSeconds === undefined || finishedInSeconds === undefined) return undefined;
+  return { name, bytesOnDisk, bytesSent, idleSeconds, finishedInSeconds };
+};
+
 const uploads: Check<UploadsSection> = (v) => {
   if (!isObject(v)) return undefined;
   const files = count(v.files);
   const bytesLeft = count(v.bytesLeft);
   const bytesPerSecond = count(v.bytesPerSecond);
   if (files === undefined || bytesLeft === undefined || bytesPerSecond === undefined) return undefined;
-  return { files, bytesLeft, bytesPerSecond, ...opt('skipped', skipped(v.skipped)) };
+  return { files, bytesLeft, bytesPerSecond, ...opt('skipped', skipped(v.skipped)), ...opt('recording', listOf(recordingEntry)(v.recording)) };
 };
 
 /** One reader per section: tsc refuses a section added to StatusSections without one. */

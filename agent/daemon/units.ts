@@ -11,18 +11,19 @@ import { ChannelMapStore } from '../channels/channel-map.js';
 import { ChannelsUnit } from '../channels/channels-unit.js';
 import { ChannelDetector } from '../channels/detect.js';
 import { ChannelSyncWorker } from '../channels/sync-worker.js';
-import type { FirmwareProfile, Settings } from '../config/types.js';
+import { realtimeUploadsOn, type FirmwareProfile, type Settings } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { Dispatcher } from '../outbox/dispatcher.js';
 import { Outbox } from '../outbox/outbox.js';
 import { createStorageClient } from '../api/storage.js';
 import { fileTypeOf } from '../uploads/file-type.js';
-import { MediaWatcher } from '../uploads/media-watcher.js';
+import { MediaWatcher, type GrowingFile } from '../uploads/media-watcher.js';
 import { UploadedIndex } from '../uploads/uploaded-index.js';
 import { HeapTrim } from '../lib/heap-trim.js';
 import { UploadsUnit } from '../uploads/uploads-unit.js';
 import { UploadWorker } from '../uploads/upload-worker.js';
+import { RealtimeWorker } from '../uploads/realtime-worker.js';
 import { UploadWindow } from '../uploads/upload-window.js';
 import { UploadUrls } from '../uploads/upload-urls.js';
 import { OutboxUnit } from '../outbox/outbox-unit.js';
@@ -123,10 +124,28 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     logger,
   });
   bus.on('bytesSent', heap, ({ bytes }) => heap.sent(bytes));
+  // Built even with real-time uploads off: recordings queued while they were on still finish.
+  const realtime = new RealtimeWorker({
+    assets: api.assets,
+    storage,
+    outbox,
+    clock,
+    serverNow: () => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0),
+    channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
+    index,
+    deleteAfterUpload: settings.deleteAfterUpload,
+    settleMs: settings.mediaSettleSeconds * 1000,
+    queueDir,
+    onBytes: (bytes) => bus.emit('bytesSent', { bytes }),
+    onChange: () => bus.emit('statusChanged', {}),
+    ...(window && { windowOpen: () => window.isOpen() }),
+    logger,
+  });
+  const realtimeOn = realtimeUploadsOn(settings, i.profile);
 
   const dispatcher = new Dispatcher({
     outbox,
-    workers: [sync, uploadWorker],
+    workers: [sync, uploadWorker, realtime],
     clock,
     random: i.random,
     logger,
@@ -145,10 +164,11 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           clock,
           settleMs: settings.mediaSettleSeconds * 1000,
           onReady: (f) => bus.emit('mediaFileReady', { file: { ...f, ...fileTypeOf(f.name) } }),
+          ...(realtimeOn && { onGrowing: (f: GrowingFile) => bus.emit('mediaFileGrowing', { file: { ...f, ...fileTypeOf(f.name) } }) }),
           onSkipped: () => bus.emit('statusChanged', {}),
           logger,
         });
-  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, close: () => storage.close() });
+  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
   const pairing = new DaemonPairing({

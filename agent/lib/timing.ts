@@ -67,3 +67,15 @@ export const LOCAL_API = {
 
 /** How long a pairing waits for a person to approve the code (`pair --timeout`, POST /v1/pair's `timeoutSeconds`): long enough to find the app and type a code a few times over. */
 export const PAIRING_TIMEOUT_MS = 600_000;
+
+/**
+ * Real-time uploads (uploads/realtime-worker.ts): how often a recording's
+ * size is looked at (an fstat; a part goes once it is on disk, so this is
+ * at most the delay added to each part and to the finish), and how long a
+ * recording may go without a byte written before it is finished with what is
+ * on disk. A camera writes every frame, many times a second: half an hour
+ * without a write is a recorder that died, not a pause, and the file is then
+ * finished well within the asset's 24 h lifetime instead of left to expire.
+ */
+export const REALTIME_LOOK_MS = 500;
+export const REALTIME_STALL_MS = 30 * 60_000;

@@ -16,6 +16,13 @@
 // only brings a rescan forward (both through lib/dir-watcher.ts). Cheap on a
 // camera busy recording: readdir and lstat only, never a child process.
 //
+// With real-time uploads on (`onGrowing`), a clip still being written is
+// reported as soon as it is seen, once per file (dev, ino): `NAME.EXT.part`
+// (a recorder's working name, finished when renamed to `NAME.EXT`), or a file
+// seen growing from one look to the next (written in place). The finished
+// file is still reported ready as above; the uploads unit knows it as the
+// same recording by its inode.
+//
 // Anything else in scope that the watcher will not take (a FIFO, a socket, a
 // device, a folder that is not a channel's, a link that loops, dangles or
 // leads out of the media dir, a name that is not UTF-8) is said once, as a
@@ -52,6 +59,9 @@ export interface SkippedView {
 /** A finished file as the watcher reports it: the bus's MediaFileFacts before its type is known. */
 export type ReadyFile = Omit<MediaFileFacts, 'filetype' | 'extension'>;
 
+/** A clip still being written: `path` where it is written, `finalPath` and `name` what it is called once finished. */
+export type GrowingFile = ReadyFile & { finalPath: string };
+
 /** What the watcher reads of a path; node's Stats fits. */
 export interface MediaStat {
   dev: number;
@@ -75,6 +85,8 @@ export interface MediaWatcherOptions {
   /** Agent ms a file must hold still (the mediaSettleSeconds setting). */
   settleMs: number;
   onReady: (f: ReadyFile) => void;
+  /** Real-time uploads: a clip still being written (absent: such clips are only reported once finished). */
+  onGrowing?: (f: GrowingFile) => void;
   /** Agent ms between rescans (default MEDIA_RESCAN_MS). */
   intervalMs?: number;
   exists?: (p: string) => boolean;
@@ -95,13 +107,18 @@ export function isScratchName(name: string): boolean {
   return name.startsWith('.') || lower.endsWith('.part') || lower.endsWith('.tmp');
 }
 
-/** A file not yet still for long enough: its (dev, ino, size, mtime), since when (agent ms) it has had them, its folder. */
-interface Pending { sig: string; since: number; dir: string }
+/** A recorder's working name for a clip in progress: `NAME.EXT.part` (not a dot file). */
+export function isRecordingName(name: string): boolean {
+  return !name.startsWith('.') && name.length > '.part'.length && name.toLowerCase().endsWith('.part');
+}
+
+/** A file not yet still for long enough: its (dev, ino, size, mtime), since when (agent ms) it has had them, its folder, its size. */
+interface Pending { sig: string; since: number; dir: string; size: number }
 
 type Listing = { names: string[] } | 'absent' | 'failed';
 
 /** One pass over the folders: when it looked, which files it saw, which are ready, which listed skips it met and how many beyond. */
-interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; realRoot?: string; skipped: Set<string>; more: number }
+interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; growing: GrowingFile[]; recordings: Set<string>; realRoot?: string; skipped: Set<string>; more: number }
 
 /** A link's target when it may be taken, else why not. */
 type Followed = { st: MediaStat } | { reason: string };
@@ -117,6 +134,8 @@ export class MediaWatcher {
   private readonly pending = new Map<string, Pending>();
   /** Each version reported, with the name it was reported under. */
   private readonly reported = new Map<string, string>();
+  /** The files (dev:ino) reported as growing, while they are still seen. */
+  private readonly growingReported = new Set<string>();
   private settleTimer: { timer: Timer; at: number } | undefined;
   private readonly dirs: DirWatcher;
   /** The last read error logged per directory, so a card that stays unreadable logs once, not every tick. */
@@ -161,6 +180,8 @@ export class MediaWatcher {
   private worthALook(dir: string, type: string | undefined, name: string | undefined): boolean {
     if (name === undefined) return true;
     // A clip being recorded sends a change per write: its settle timer looks again anyway.
+    // A new working name is worth a look (real-time uploads start with it); its writes are not.
+    if (this.options.onGrowing !== undefined && isRecordingName(name)) return type !== 'change';
     if (isScratchName(name) && !this.options.channelKeys.includes(name)) return false;
     return !(type === 'change' && this.pending.has(path.join(dir, name)));
   }
@@ -168,7 +189,7 @@ export class MediaWatcher {
   private rescan(): void {
     if (!this.running) return;
     const root = this.root;
-    const scan: Scan = { now: this.options.clock.now(), wall: this.options.clock.wallNow(), seen: new Set(), ready: [], skipped: new Set(), more: 0 };
+    const scan: Scan = { now: this.options.clock.now(), wall: this.options.clock.wallNow(), seen: new Set(), ready: [], growing: [], recordings: new Set(), skipped: new Set(), more: 0 };
     const listed: string[] = [];
     const failed = new Set<string>();
     const top = this.list(root);
@@ -195,10 +216,15 @@ export class MediaWatcher {
     }
     // Where a folder could not be read, what waited in it keeps its settle clock.
     for (const [p, e] of this.pending) if (!scan.seen.has(p) && !failed.has(e.dir) && !failed.has(root)) this.pending.delete(p);
+    if (failed.size === 0) for (const key of this.growingReported) if (!scan.recordings.has(key)) this.growingReported.delete(key);
     this.settleSkipped(scan, failed);
     this.dirs.setDirs(listed);
     this.armSettle(scan.now);
     scan.ready.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.path < b.path ? -1 : 1));
+    for (const f of scan.growing) {
+      if (!this.running) return;
+      this.reportGrowing(f);
+    }
     for (const f of scan.ready) {
       if (!this.running) return;
       this.report(f);
@@ -206,7 +232,10 @@ export class MediaWatcher {
   }
 
   private consider(scan: Scan, dir: string, name: string, channelKey: string | undefined): void {
-    if (isScratchName(name)) return;
+    if (isScratchName(name)) {
+      if (this.options.onGrowing !== undefined && isRecordingName(name)) this.considerRecording(scan, dir, name, channelKey);
+      return;
+    }
     const full = path.join(dir, name);
     let st = this.statOf(full);
     if (st === undefined) {
@@ -226,6 +255,8 @@ export class MediaWatcher {
     }
     if (!st.isFile()) return this.skip(scan, full, `${kindOf(st)}, not a regular file`);
     scan.seen.add(full);
+    // A recording renamed to its finished name, or written in place: still the same recording.
+    if (this.growingReported.has(`${st.dev}:${st.ino}`)) scan.recordings.add(`${st.dev}:${st.ino}`);
     const sig = sigOf(st);
     const reportedAs = this.reported.get(sig);
     if (reportedAs === full) {
@@ -248,7 +279,30 @@ export class MediaWatcher {
       scan.ready.push(f);
       return;
     }
-    if (!held) this.pending.set(full, { sig, since: scan.now, dir });
+    if (!held) {
+      // Grown since the last look: written in place, reported at once with real-time uploads on.
+      if (prev !== undefined && st.size > prev.size && this.options.onGrowing !== undefined) this.growing(scan, st, { path: full, finalPath: full, name, channelKey });
+      this.pending.set(full, { sig, since: scan.now, dir, size: st.size });
+    }
+  }
+
+  /** A working name (`NAME.EXT.part`): a clip in progress, reported once per file while it keeps that name. */
+  private considerRecording(scan: Scan, dir: string, name: string, channelKey: string | undefined): void {
+    const full = path.join(dir, name);
+    const st = this.statOf(full);
+    // Only a regular file of its own: a link or anything else under a working name is left alone.
+    if (st === undefined || !st.isFile()) return;
+    this.growing(scan, st, { path: full, finalPath: full.slice(0, -'.part'.length), name: name.slice(0, -'.part'.length), channelKey });
+  }
+
+  private growing(scan: Scan, st: MediaStat, where: { path: string; finalPath: string; name: string; channelKey: string | undefined }): void {
+    const key = `${st.dev}:${st.ino}`;
+    scan.recordings.add(key);
+    if (this.growingReported.has(key)) return;
+    this.growingReported.add(key);
+    const f: GrowingFile = { path: where.path, finalPath: where.finalPath, name: where.name, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
+    if (where.channelKey !== undefined) f.channelKey = where.channelKey;
+    scan.growing.push(f);
   }
 
   /** The target of a link when it resolves inside the media dir; anything else is someone else's file. */
@@ -351,6 +405,14 @@ export class MediaWatcher {
       return (this.options.stat ?? lstatSync)(p);
     } catch {
       return undefined; // gone between readdir and lstat
+    }
+  }
+
+  private reportGrowing(f: GrowingFile): void {
+    try {
+      this.options.onGrowing?.(f);
+    } catch (err) {
+      this.options.logger?.warn({ file: f.path, err: String(err) }, 'media growing listener failed');
     }
   }
 

@@ -99,6 +99,8 @@ export interface UploadView {
   bytesDone: number;
   bytesTotal: number;
   state: UploadState;
+  /** A real-time upload (realtime-item.ts): 'recording' while the camera writes it (bytesTotal is what is on disk so far), 'finished' once its final part went. */
+  realtime?: 'recording' | 'finished';
 }
 
 /** The file is split evenly over its parts: this many bytes each, the last one to the end of the file. */

@@ -4,7 +4,10 @@
 // the index says they went already or one is queued for the same file. A
 // file the worker found changed while it uploaded comes back the same way,
 // marked to wait: it is queued (a new item, a new asset) once it has held
-// still for the settle time. The unit also keeps the figures `status`
+// still for the settle time. With real-time uploads on, a clip the watcher
+// sees still being written becomes a `realtime-upload` item (one per
+// recording: its inode and finished name), and the finished file it turns
+// into is not queued again. The unit also keeps the figures `status`
 // shows: files and bytes left, rate, and the media-dir entries skipped.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
@@ -19,6 +22,8 @@ import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { UPLOAD_KIND, bytesDone, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
 import type { SkippedView } from './media-watcher.js';
+import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, sameRecording, type RealtimePayload } from './realtime-item.js';
+import type { RecordingView } from './realtime-worker.js';
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
@@ -36,6 +41,8 @@ export interface UploadsUnitDeps {
   logger?: Logger;
   /** Listened to while the unit runs: mediaFileReady (a clip to queue) and bytesSent (the rate); statusChanged is published on it. */
   bus: EventBus;
+  /** The recordings uploading in real time now (the realtime worker's), for the status document. */
+  recordings?: () => RecordingView[];
   /** Releases what uploads hold open (the storage client's sockets). */
   close?: () => void;
 }
@@ -73,6 +80,7 @@ export class UploadsUnit implements DaemonUnit {
   start(): void {
     this.running = true;
     this.d.bus.on('mediaFileReady', this, ({ file }) => this.fileReady(file));
+    this.d.bus.on('mediaFileGrowing', this, ({ file }) => this.fileGrowing(file));
     this.d.bus.on('bytesSent', this, ({ bytes }) => this.bytesSent(bytes));
     this.work = this.d.index.load().then(
       () => {
@@ -103,6 +111,11 @@ export class UploadsUnit implements DaemonUnit {
     this.work = this.work.then(() => this.queue(p));
   }
 
+  /** A clip still being written (real-time uploads on). */
+  fileGrowing(p: RealtimePayload): void {
+    this.work = this.work.then(() => this.queueRecording(p));
+  }
+
   /** Bytes that just left, for the rate. */
   bytesSent(n: number): void {
     const now = this.d.clock.now();
@@ -125,11 +138,19 @@ export class UploadsUnit implements DaemonUnit {
   /** The figures `status` shows, for the status document and the STATUS= line alike. */
   private figures(): UploadsSection {
     const pending = this.d.outbox.pending(UPLOAD_KIND);
-    const left = pending.reduce((n, i) => n + leftOf(i), 0);
+    const recording = this.d.outbox.pending(REALTIME_KIND);
+    const left = pending.reduce((n, i) => n + leftOf(i), 0) + recording.reduce((n, i) => n + Math.max(0, realtimeBytesTotal(i) - realtimeBytesDone(i)), 0);
+    const recordings = this.d.recordings?.();
     const now = this.d.clock.now();
     const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
     const skipped = this.d.watcher?.skipped?.();
-    return { files: pending.length, bytesLeft: left, bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)), ...(skipped !== undefined && { skipped }) };
+    return {
+      files: pending.length + recording.length,
+      bytesLeft: left,
+      bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)),
+      ...(skipped !== undefined && { skipped }),
+      ...(recordings !== undefined && recordings.length > 0 && { recording: recordings }),
+    };
   }
 
   private async queue(p: UploadPayload): Promise<void> {
@@ -137,12 +158,26 @@ export class UploadsUnit implements DaemonUnit {
     // Before the outbox is replayed, pending() does not yet show what a previous run queued.
     if (!(await this.d.outbox.ready())) return;
     if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
+    // The finished file of a recording uploading in real time: that upload finishes it.
+    if (this.d.outbox.pending(REALTIME_KIND).some((i) => sameRecording(i.payload as RealtimePayload, { ...p, finalPath: p.path }))) return;
     try {
       await this.d.outbox.put(UPLOAD_KIND, p);
       this.d.logger?.info({ name: p.name, bytes: p.size, channel: p.channelKey }, 'upload queued');
       this.d.bus.emit('statusChanged', {});
     } catch (err) {
       this.d.logger?.warn({ err: String(err), name: p.name }, 'cannot queue an upload');
+    }
+  }
+
+  private async queueRecording(p: RealtimePayload): Promise<void> {
+    if (!(await this.d.outbox.ready())) return;
+    if (this.d.outbox.pending(REALTIME_KIND).some((i) => sameRecording(i.payload as RealtimePayload, p))) return;
+    try {
+      await this.d.outbox.put(REALTIME_KIND, p);
+      this.d.logger?.info({ name: p.name, path: p.path, channel: p.channelKey }, 'real-time upload queued: the clip is still being written');
+      this.d.bus.emit('statusChanged', {});
+    } catch (err) {
+      this.d.logger?.warn({ err: String(err), name: p.name }, 'cannot queue a real-time upload');
     }
   }
 

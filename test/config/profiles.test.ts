@@ -110,6 +110,12 @@ describe('broken profiles: exit 78 naming file and field', () => {
     expect(parseFails(broken((x) => (x.heartbeat = { minSeconds: 200, maxSeconds: 100 })))).toContain('/heartbeat/minSeconds 200 must be <= /heartbeat/maxSeconds 100');
   });
 
+  it('realtimeUploads: a boolean a model may set, absent by default; anything else refused', () => {
+    expect(parseProfile(JSON.stringify(valid), 'x.json').realtimeUploads).toBeUndefined();
+    expect(parseProfile(JSON.stringify({ ...valid, realtimeUploads: true }), 'x.json').realtimeUploads).toBe(true);
+    expect(parseFails(broken((x) => (x.realtimeUploads = 'yes')))).toContain('/realtimeUploads must be boolean');
+  });
+
   it('wrong field type', () => {
     expect(parseFails(broken((x) => (x.channels = 'video'))))
       .toBe("firmware-profiles/x.json: /channels must be array, got 'video'");

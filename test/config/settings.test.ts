@@ -1,6 +1,7 @@
 import { describe, it, expect, afterAll } from '@jest/globals';
 import path from 'node:path';
 import { loadSettings, isLoopbackUrl, type SettingsOptions } from '../../agent/config/settings.js';
+import { realtimeUploadsOn } from '../../agent/config/types.js';
 import { scrub } from '../../agent/lib/secrets.js';
 import { configFailure, tempDir } from './helpers.js';
 
@@ -88,6 +89,17 @@ describe('precedence: option > environment > config > default', () => {
     expect(load({ apiUrl: 'https://a.example' }, { C2C_QUEUE_MAX_BYTES: '200000' }).queueMaxBytes).toBe(200000);
     expect(fails({ apiUrl: 'https://a.example', queueMaxBytes: '1000' })).toContain("queue size '1000' from --queue-max-bytes must be a whole number of bytes, at least 65536");
     expect(fails({ apiUrl: 'https://a.example' }, { C2C_QUEUE_MAX_BYTES: '4MB' })).toContain('from environment C2C_QUEUE_MAX_BYTES');
+  });
+
+  it('realtimeUploads: unset unless given (the profile decides then), from each source, a bad value named', () => {
+    const dflt = load({ apiUrl: 'https://a.example' });
+    expect(dflt.realtimeUploads).toBeUndefined();
+    expect([realtimeUploadsOn(dflt, {}), realtimeUploadsOn(dflt, { realtimeUploads: true })]).toEqual([false, true]);
+    const off = load({ apiUrl: 'https://a.example', realtimeUploads: 'false' });
+    expect([off.realtimeUploads, realtimeUploadsOn(off, { realtimeUploads: true })]).toEqual([false, false]);
+    expect(load({ apiUrl: 'https://a.example' }, { C2C_REALTIME_UPLOADS: 'true' }).realtimeUploads).toBe(true);
+    expect(load({}, { C2C_CONFIG: configWith('rt.json', { apiUrl: 'https://a.example', realtimeUploads: true }) }).realtimeUploads).toBe(true);
+    expect(fails({ apiUrl: 'https://a.example' }, { C2C_REALTIME_UPLOADS: 'on' })).toContain("realtimeUploads 'on' from environment C2C_REALTIME_UPLOADS must be true or false");
   });
 
   it('media and upload settings: defaults, JSON numbers and booleans in the config file, bad values named', () => {

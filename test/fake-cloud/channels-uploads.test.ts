@@ -144,16 +144,33 @@ describe('assets and presigned uploads', () => {
     expect(r.body.upload_urls).toHaveLength(2);
     expect(r.body.upload_urls[0]).toContain('/rt-2?');
     expect(r.body.upload_urls[1]).toContain('/rt-1?');
-    expect((await postJson(c, parts, { parts: [{ number: 3, size: MiB, is_final: false }] })).status).toBe(422);
-    expect((await postJson(c, parts, { parts: [{ number: 3, size: 10, is_final: true }] })).status).toBe(422);
-    expect((await postJson(c, parts, { parts: [{ number: 0, size: 10, is_final: true }], asset_filesize: 10 })).status).toBe(422);
+    // The service's errors are 400s (docs/service-api.md, "Real-time uploads").
+    expect((await postJson(c, parts, { parts: [{ number: 3, size: MiB, is_final: false }] })).status).toBe(400);
+    expect((await postJson(c, parts, { parts: [{ number: 3, size: 10, is_final: true }] })).status).toBe(400);
+    expect((await postJson(c, parts, { parts: [{ number: 3, size: 10, is_final: true }], asset_filesize: 0 })).status).toBe(400);
+    expect((await postJson(c, parts, { parts: [{ number: 0, size: 10, is_final: true }], asset_filesize: 10 })).status).toBe(400);
+    expect((await postJson(c, parts, { parts: [{ number: 10001, size: 5 * MiB }] })).status).toBe(400);
+    expect((await postJson(c, parts, { parts: [{ number: 4, size: 5 * MiB }, { number: 4, size: 5 * MiB }] })).status).toBe(400);
+    // Not the highest number: part 2 was asked for already.
+    expect((await postJson(c, parts, { parts: [{ number: 1, size: 10, is_final: true }], asset_filesize: 10 })).status).toBe(400);
     const fin = await postJson(c, parts, { parts: [{ number: 3, size: 10, is_final: true }], asset_filesize: 11 * MiB + 10 });
     expect(fin.status).toBe(200);
     expect((await put(fin.body.upload_urls[0], Buffer.alloc(10))).status).toBe(200);
     expect(c.asset(a.body.id)).toMatchObject({ realtime: true, filesize: 11 * MiB + 10, complete: false });
+    // Nothing after the final part; parts 1 and 2 complete the asset, and a re-sent part replaces its bytes.
+    expect((await postJson(c, parts, { parts: [{ number: 4, size: 5 * MiB }] })).status).toBe(400);
+    expect((await put(r.body.upload_urls[1], Buffer.alloc(6 * MiB, 1))).status).toBe(200);
+    expect((await put(r.body.upload_urls[0], Buffer.alloc(5 * MiB, 2))).status).toBe(200);
+    expect(c.asset(a.body.id)).toMatchObject({ complete: true, bytesReceived: 11 * MiB + 10 });
+    const again = await postJson(c, parts, { parts: [{ number: 1, size: 6 * MiB }], asset_name: 'renamed.mp4' });
+    expect(again.status).toBe(200);
+    expect((await put(again.body.upload_urls[0], Buffer.alloc(6 * MiB, 3))).status).toBe(200);
+    const rt1 = c.asset(a.body.id)!.parts.find((p) => p.key === 'rt-1')!;
+    expect(rt1.sha256).toBe(createHash('sha256').update(Buffer.alloc(6 * MiB, 3)).digest('hex'));
+    expect(c.asset(a.body.id)).toMatchObject({ name: 'renamed.mp4', complete: true });
     // Not real-time, or another device's asset.
     const plain = await postJson(c, '/v2/devices/assets', { name: 'b', filetype: 'video/mp4', filesize: 1, offset: 0 });
-    expect((await postJson(c, `/v2/devices/assets/${plain.body.id}/realtime_upload/parts`, { parts: [] })).status).toBe(422);
+    expect((await postJson(c, `/v2/devices/assets/${plain.body.id}/realtime_upload/parts`, { parts: [] })).status).toBe(400);
     expect((await postJson(c, parts, { parts: [{ number: 4, size: 10, is_final: true }], asset_filesize: 1 }, 1)).status).toBe(404);
   });
 

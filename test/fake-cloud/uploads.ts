@@ -11,6 +11,8 @@ import type { JournalEntry, Pipeline } from './pipeline.js';
 export const STORAGE_PREFIX = '/_storage/';
 export const UPLOAD_LIFETIME_MS = 24 * 3600_000;
 export const MIN_REALTIME_PART = 5 * 1024 * 1024;
+/** The largest asset_filesize the service takes: 5 TiB. */
+export const MAX_REALTIME_FILESIZE = 5 * 1024 ** 4;
 const FILETYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]*\/[a-z0-9][a-z0-9!#$&^_.+-]*$/i;
 
 interface Part {
@@ -28,6 +30,8 @@ interface Asset {
   filesize: number;
   offset: number;
   realtime: boolean;
+  /** A real-time asset's final part number, once one was asked for. */
+  finalPart?: number;
   createdAt: number;
   parts: Map<string, Part>;
   body: Record<string, unknown>;
@@ -69,7 +73,9 @@ export class Uploads {
     return {
       id: a.id, deviceId: a.deviceId, name: a.name, filetype: a.filetype, filesize: a.filesize, realtime: a.realtime,
       channel: (a.body.channel as string | number | undefined) ?? null, offset: a.offset, createdAt: a.createdAt,
-      parts, bytesReceived, complete: parts.length > 0 && parts.every((p) => p.receivedBytes !== undefined) && bytesReceived === a.filesize,
+      parts, bytesReceived,
+      // A real-time asset is complete once its final part was asked for and every part holds the bytes its URL declared.
+      complete: parts.length > 0 && (!a.realtime || a.finalPart !== undefined) && parts.every((p) => p.receivedBytes === p.expectedBytes) && bytesReceived === a.filesize,
     };
   }
 
@@ -102,7 +108,9 @@ export class Uploads {
         if (!b) return legacyError(422, undefined, 'the body must be a JSON object');
         const realtime = b.is_realtime_upload === true;
         const problems: string[] = [];
-        if (typeof b.name !== 'string' || b.name === '') problems.push('name');
+        // A real-time asset may be created with only an extension and named by its final part's asset_name.
+        const nameless = realtime && b.name === undefined && typeof b.extension === 'string' && b.extension !== '';
+        if (!nameless && (typeof b.name !== 'string' || b.name === '')) problems.push('name');
         if (typeof b.filetype !== 'string' || !FILETYPE.test(b.filetype)) problems.push('filetype');
         if (!(isInt(b.filesize) || (realtime && b.filesize === undefined))) problems.push('filesize');
         if (typeof b.offset !== 'number' || !Number.isFinite(b.offset) || b.offset < 0) problems.push('offset');
@@ -112,7 +120,7 @@ export class Uploads {
         if (problems.length > 0) return legacyError(422, undefined, `invalid: ${problems.join(', ')}`);
         const filesize = (b.filesize as number | undefined) ?? 0;
         const a: Asset = {
-          id: randomUUID(), deviceId: device.id, name: b.name as string, filetype: b.filetype as string, filesize,
+          id: randomUUID(), deviceId: device.id, name: nameless ? `untitled${b.extension as string}` : (b.name as string), filetype: b.filetype as string, filesize,
           offset: b.offset as number, realtime, createdAt: ctx.t, parts: new Map(), body: b,
         };
         if (!realtime) {
@@ -133,35 +141,52 @@ export class Uploads {
         });
       } })
       .add({ method: 'POST', pattern: '/v2/devices/assets/{id}/realtime_upload/parts', auth: 'bearer', handler: (ctx) => {
+        // The service's rules (docs/service-api.md, "Real-time uploads"); its errors are 400, 401, 404 and 429.
         const a = this.assets.get(ctx.params[0]!);
         if (!a || a.deviceId !== ctx.deviceId) return legacyError(404);
-        if (!a.realtime) return legacyError(422, undefined, 'the asset was not created with is_realtime_upload');
+        // An upload not finished within 24 h is gone.
+        if (ctx.t - a.createdAt > UPLOAD_LIFETIME_MS) return legacyError(404, undefined, 'the upload expired (24 h)');
+        if (!a.realtime) return legacyError(400, undefined, 'the asset was not created with is_realtime_upload');
         const b = parseJsonObject(ctx.body);
         const parts = b?.parts;
-        if (!b || !Array.isArray(parts) || parts.length === 0 || parts.length > 10000) return legacyError(422, undefined, 'parts must be a non-empty list');
+        if (!b || !Array.isArray(parts) || parts.length === 0 || parts.length > 10000) return legacyError(400, undefined, 'parts must be a non-empty list');
         let final: number | undefined;
+        const asked = new Set<number>();
         for (const raw of parts as unknown[]) {
           const p = raw as Record<string, unknown> | null;
           if (!p || typeof p !== 'object' || !isInt(p.number) || p.number < 1 || p.number > 10000 || !isInt(p.size)) {
-            return legacyError(422, undefined, 'each part needs number (1..10000) and size (bytes)');
+            return legacyError(400, undefined, 'each part needs number (1..10000) and size (bytes)');
           }
-          if (p.is_final !== undefined && typeof p.is_final !== 'boolean') return legacyError(422, undefined, 'is_final must be a boolean');
+          if (asked.has(p.number)) return legacyError(400, undefined, `part ${p.number} is listed twice`);
+          asked.add(p.number);
+          if (p.is_final !== undefined && typeof p.is_final !== 'boolean') return legacyError(400, undefined, 'is_final must be a boolean');
           if (p.is_final === true) {
-            if (final !== undefined) return legacyError(422, undefined, 'only one part can be final');
+            if (final !== undefined) return legacyError(400, undefined, 'only one part can be final');
             final = p.number;
           } else if (p.size < MIN_REALTIME_PART) {
-            return legacyError(422, undefined, 'every part but the final one must be at least 5 MiB');
+            return legacyError(400, undefined, 'every part but the final one must be at least 5 MiB');
           }
         }
+        if (b.asset_name !== undefined && (typeof b.asset_name !== 'string' || b.asset_name === '')) return legacyError(400, undefined, 'asset_name must be a non-empty string');
+        const known = [...a.parts.keys()].map((k) => Number(k.slice(3)));
         if (final !== undefined) {
-          if (!isInt(b.asset_filesize)) return legacyError(422, undefined, 'asset_filesize is required with the final part');
-          const numbers = [...(parts as Array<{ number: number }>).map((p) => p.number), ...[...a.parts.keys()].map((k) => Number(k.slice(3)))];
-          if (numbers.some((n) => n > final!)) return legacyError(422, undefined, 'the final part must have the highest number');
-          a.filesize = b.asset_filesize;
+          if (!isInt(b.asset_filesize) || b.asset_filesize < 1 || b.asset_filesize > MAX_REALTIME_FILESIZE) {
+            return legacyError(400, undefined, 'asset_filesize (1 B to 5 TiB) is required with the final part');
+          }
+          if ([...asked, ...known].some((n) => n > final!)) return legacyError(400, undefined, 'the final part must have the highest number');
+        } else if (a.finalPart !== undefined && [...asked].some((n) => n > a.finalPart!)) {
+          return legacyError(400, undefined, `part ${a.finalPart} is final: no part can come after it`);
         }
+        if (final !== undefined) {
+          a.finalPart = final;
+          a.filesize = b.asset_filesize as number;
+        }
+        if (typeof b.asset_name === 'string') a.name = b.asset_name;
         const urls = (parts as Array<{ number: number; size: number }>).map((p) => {
           const key = `rt-${p.number}`;
+          // Asked again: the part's next PUT replaces what it holds (storage multipart behaviour).
           const part = a.parts.get(key) ?? this.part(key, p.size);
+          if (part.expectedBytes !== p.size) delete part.received;
           part.expectedBytes = p.size;
           a.parts.set(key, part);
           return this.url(ctx.req, a, part);

@@ -1,0 +1,361 @@
+// One real-time upload, run from the outbox while the camera records
+// (docs/realtime-uploads.md): the asset is created with
+// `is_realtime_upload: true` and no size, then each part is sent as soon as
+// the file holds it, and the final part, with `asset_filesize`, once the
+// recording is finished. The run lasts as long as the recording; it looks at
+// the file every REALTIME_LOOK_MS through a descriptor opened once, which a
+// rename (`NAME.EXT.part` to `NAME.EXT`) does not disturb.
+//
+// Part n is bytes [(n-1)·P, n·P) (realtime-item.ts). It goes once the file is
+// longer than n·P, never at exactly n·P: the part that reaches the end of the
+// finished file is the final one, so no full part has to go twice because
+// the recording happened to stop on a part boundary. Part 1 waits for the
+// finish: MOV/MP4 and WAV writers rewrite sizes in their first bytes when they
+// stop. Each part is hashed as it streams; at the finish every part sent is
+// hashed again from the file and any that differs goes again under its
+// number (storage keeps the last PUT of a number), then part 1, then the
+// final part, which completes the asset: the stored object is the finished
+// file, byte for byte, whatever the recorder rewrote.
+//
+// Every part sent is a progress record (flushed before the next part), so a
+// kill, a power cut or an outage resumes without sending a recorded part
+// again. The recording is finished when its `.part` name is gone and the
+// finished name holds the same inode; a clip written in place, once it has
+// not changed for the settle time; any clip, once nothing was written to it
+// for REALTIME_STALL_MS (a recorder that died: what is on disk is uploaded,
+// not left to expire). A `.part` that disappears without becoming its
+// finished name ends the item with that reason; nothing waits on it.
+import { createHash } from 'node:crypto';
+import { promises as fs, type Stats } from 'node:fs';
+import type { AssetEndpoints, RealtimePart } from '../api/assets.js';
+import { MAX_UPLOAD_PARTS } from '../api/assets.js';
+import type { StorageClient } from '../api/storage.js';
+import type { Clock } from '../lib/clock.js';
+import { AgentError } from '../lib/errors.js';
+import { fsCode, fsError } from '../lib/fs-errors.js';
+import type { Logger } from '../lib/logger.js';
+import { quote } from '../lib/text.js';
+import { REALTIME_LOOK_MS, REALTIME_STALL_MS } from '../lib/timing.js';
+import type { Worker } from '../outbox/dispatcher.js';
+import { classify, type Outcome } from '../outbox/outcome.js';
+import type { OutboxItem } from '../outbox/types.js';
+import { PAUSED_REFUSED, type FileIdentity } from './upload-item.js';
+import { writeUploadRequest } from './upload-request.js';
+import { UPLOAD_LIFETIME_MS } from './upload-worker.js';
+import { HASH_HEX, REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
+
+export interface RealtimeWorkerDeps {
+  assets: Pick<AssetEndpoints, 'createRealtime' | 'realtimeParts'>;
+  storage: Pick<StorageClient, 'put'>;
+  outbox: { progress(id: string, data: unknown): Promise<void>; flush(): Promise<void> };
+  clock: Clock;
+  /** The service's clock now (local wall time corrected by the last Date header). */
+  serverNow: () => number;
+  channelId: (key: string) => Promise<string | undefined>;
+  index: { has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
+  deleteAfterUpload: boolean;
+  /** Agent ms a clip written in place must hold still to be finished (mediaSettleSeconds). */
+  settleMs: number;
+  /** The queue dir: a recording that cannot go in real time is handed back there for a whole-file upload. */
+  queueDir?: string;
+  windowOpen?: () => boolean;
+  onBytes?: (n: number) => void;
+  /** Something `recordings()` shows changed (the status document should be written again). */
+  onChange?: () => void;
+  /** Part size (tests use smaller parts against a fake with a smaller floor); default REALTIME_PART_BYTES. */
+  partBytes?: number;
+  logger?: Logger;
+}
+
+/** A recording being uploaded, as the status document shows it. */
+export interface RecordingView {
+  name: string;
+  /** Bytes on disk at the last look. */
+  bytesOnDisk: number;
+  /** Bytes of the parts at storage. */
+  bytesSent: number;
+  /** Agent seconds since the file last changed. */
+  idleSeconds: number;
+  /** Agent seconds until it is finished with what is on disk if nothing more is written. */
+  finishedInSeconds: number;
+}
+
+interface Live {
+  name: string;
+  size: number;
+  sent: number;
+  changedAt: number;
+}
+
+/** Why a run ends before the upload is done. */
+class Stop extends Error {
+  constructor(readonly outcome: Outcome) {
+    super('stop');
+  }
+}
+
+/** The recording cannot go on as a real-time upload (the file shrank, too many parts): it goes as a whole file once finished. */
+class HandBack extends Error {}
+
+const hashOf = (h: ReturnType<typeof createHash>): string => h.digest('hex').slice(0, HASH_HEX);
+
+/** Where the recording is now. */
+type Place = { at: 'recording' } | { at: 'finished' } | { at: 'gone'; why: string };
+
+export class RealtimeWorker implements Worker {
+  readonly kind = REALTIME_KIND;
+  private readonly live = new Map<string, Live>();
+
+  constructor(private readonly d: RealtimeWorkerDeps) {}
+
+  ready(): boolean {
+    return this.d.windowOpen?.() ?? true;
+  }
+
+  /** The recordings uploading now. */
+  recordings(): RecordingView[] {
+    const now = this.d.clock.now();
+    return [...this.live.values()].map((l) => {
+      const idle = Math.max(0, now - l.changedAt);
+      return { name: l.name, bytesOnDisk: l.size, bytesSent: l.sent, idleSeconds: Math.round(idle / 1000), finishedInSeconds: Math.round(Math.max(0, REALTIME_STALL_MS - idle) / 1000) };
+    });
+  }
+
+  async run(item: OutboxItem, signal: AbortSignal): Promise<Outcome> {
+    const p = item.payload as RealtimePayload;
+    const prog = realtimeProgressOf(item.progress);
+    // Its final part went before a crash: only the index and the clean-up are left.
+    if (prog?.final) return this.finished(p, prog, prog.final);
+    let fh: fs.FileHandle;
+    try {
+      fh = await this.open(p);
+    } catch (err) {
+      if (err instanceof Stop) return err.outcome;
+      return classify(err);
+    }
+    this.live.set(item.id, { name: p.name, size: 0, sent: 0, changedAt: this.d.clock.now() });
+    try {
+      return await this.upload(item, p, prog, fh, signal);
+    } catch (err) {
+      if (err instanceof Stop) return err.outcome;
+      if (err instanceof HandBack) return this.handBack(p, prog, err.message);
+      if (err instanceof AgentError && err.kind === 'paused') {
+        return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message} (the recording ${quote(p.name)} is not uploaded)` };
+      }
+      return classify(err);
+    } finally {
+      this.live.delete(item.id);
+      this.d.onChange?.();
+      await fh.close().catch(() => undefined);
+    }
+  }
+
+  /** Opens the recording where it is: its working name, else its finished name when that holds the same inode. */
+  private async open(p: RealtimePayload): Promise<fs.FileHandle> {
+    for (const file of p.path === p.finalPath ? [p.path] : [p.path, p.finalPath]) {
+      let fh: fs.FileHandle;
+      try {
+        fh = await fs.open(file, 'r');
+      } catch (err) {
+        const code = fsCode(err);
+        if (code === 'ENOENT' || code === 'ENOTDIR') continue;
+        if (code === 'EMFILE' || code === 'ENFILE' || code === 'EAGAIN' || code === 'EBUSY') throw new AgentError('network', fsError(err, 'open the recording', file).message);
+        throw new Stop({ result: 'dead', reason: fsError(err, 'read the recording', file).message });
+      }
+      const st = await fh.stat();
+      if (st.ino === p.ino && st.dev === p.dev && st.isFile()) return fh;
+      await fh.close();
+    }
+    throw new Stop({ result: 'dead', reason: `the recording is gone: ${p.path} no longer exists and ${p.finalPath} is not the same file; nothing more of it is uploaded` });
+  }
+
+  private async place(p: RealtimePayload): Promise<Place> {
+    const same = async (file: string): Promise<boolean | 'absent'> => {
+      try {
+        const st = await fs.stat(file);
+        return st.ino === p.ino && st.dev === p.dev;
+      } catch {
+        return 'absent';
+      }
+    };
+    if (p.path === p.finalPath) return (await same(p.path)) === true ? { at: 'recording' } : { at: 'gone', why: `${p.path} was removed or replaced while it was recorded` };
+    if ((await same(p.path)) === true) return { at: 'recording' };
+    if ((await same(p.finalPath)) === true) return { at: 'finished' };
+    return { at: 'gone', why: `${p.path} disappeared without becoming ${p.finalPath} (removed, renamed elsewhere, or the card was pulled)` };
+  }
+
+  private async upload(item: OutboxItem, p: RealtimePayload, found: RealtimeProgress | undefined, fh: fs.FileHandle, signal: AbortSignal): Promise<Outcome> {
+    const partBytes = this.d.partBytes ?? REALTIME_PART_BYTES;
+    let prog = found;
+    if (prog !== undefined && (prog.partBytes !== partBytes || this.d.serverNow() - prog.createdAt > UPLOAD_LIFETIME_MS)) {
+      this.d.logger?.info({ name: p.name, asset: prog.assetId }, 'real-time upload: the asset expired or was cut differently; starting a new one');
+      prog = undefined;
+    }
+    prog ??= await this.create(item.id, p, partBytes, signal);
+    const live = this.live.get(item.id) as Live;
+    const state = { prog, hashes: [...prog.sent] };
+    live.sent = state.hashes.filter((h) => h !== '').length * partBytes;
+    let sig = '';
+    for (;;) {
+      signal.throwIfAborted();
+      const st = await fh.stat();
+      const now = this.d.clock.now();
+      const s = `${st.size}:${st.mtimeMs}`;
+      if (s !== sig) {
+        sig = s;
+        live.changedAt = now;
+        live.size = st.size;
+        this.d.onChange?.();
+      }
+      // Every full part the file has grown past, part 1 excepted.
+      for (let n = 2; n * partBytes < st.size; n++) {
+        if (state.hashes[n - 1]) continue;
+        if (n >= MAX_UPLOAD_PARTS) throw new HandBack(`it outgrew the ${MAX_UPLOAD_PARTS} parts of ${partBytes} bytes a real-time upload can have`);
+        await this.sendPart(item.id, p, state, fh, { number: n, size: partBytes }, st.size, signal);
+        live.sent += partBytes;
+      }
+      const where = await this.place(p);
+      if (where.at === 'gone') {
+        this.d.logger?.warn({ name: p.name, asset: state.prog.assetId }, `real-time upload ended: ${where.why}`);
+        throw new Stop({ result: 'dead', reason: `the recording is gone: ${where.why}; asset ${state.prog.assetId} is left unfinished (the service drops it after 24 h)` });
+      }
+      const idle = now - live.changedAt;
+      const finished = where.at === 'finished' || (p.path === p.finalPath && idle >= this.d.settleMs);
+      if (finished || idle >= REALTIME_STALL_MS) {
+        if (!finished) this.d.logger?.warn({ name: p.name, idleSeconds: Math.round(idle / 1000) }, `real-time upload: nothing written to ${quote(p.name)} for ${Math.round(idle / 60_000)} min; finishing it with what is on disk`);
+        const end = await this.finish(item.id, p, state, fh, st, signal);
+        if (end !== undefined) return end;
+        continue; // written to while it was being finished: not finished after all
+      }
+      await this.pause(REALTIME_LOOK_MS, signal);
+    }
+  }
+
+  private async create(id: string, p: RealtimePayload, partBytes: number, signal: AbortSignal): Promise<RealtimeProgress> {
+    const channel = p.channelKey === undefined ? undefined : await this.d.channelId(p.channelKey);
+    const offset = Math.max(0, Math.round((this.d.clock.wallNow() - p.mtimeMs) / 1000));
+    const asset = (
+      await this.d.assets.createRealtime(
+        { name: p.name, filetype: p.filetype, offset, ...(channel !== undefined && { channel }), ...(p.extension !== undefined && { extension: p.extension }) },
+        signal,
+      )
+    ).value;
+    const prog: RealtimeProgress = { assetId: asset.id, createdAt: this.d.serverNow(), partBytes, sent: [], seen: 0 };
+    // On flash before any part goes: a part sent to an asset the next run does not know of is a part sent twice.
+    await Promise.all([this.d.outbox.progress(id, prog), this.d.outbox.flush()]);
+    this.d.logger?.info({ name: p.name, asset: asset.id }, 'real-time upload started');
+    return prog;
+  }
+
+  /**
+   * Asks for the part's URL and streams it from the open file, hashing what
+   * goes; then records the hash (flushed) before the next part. A final part
+   * carries the file's size.
+   */
+  private async sendPart(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: fs.FileHandle, part: RealtimePart, seen: number, signal: AbortSignal, final?: RealtimeProgress['final']): Promise<void> {
+    const url = (await this.d.assets.realtimeParts(state.prog.assetId, [part], final?.size, signal)).value[0] as string;
+    const hash = createHash('sha256');
+    const start = (part.number - 1) * state.prog.partBytes;
+    const body = part.size === 0 ? Buffer.alloc(0) : { file: p.path, fd: fh.fd, start, onRead: (b: Buffer) => void hash.update(b) };
+    await this.d.storage.put({ url, body, length: part.size, contentType: p.filetype, signal });
+    this.d.onBytes?.(part.size);
+    state.hashes[part.number - 1] = hashOf(hash);
+    const hashes = Array.from(state.hashes, (h) => h ?? '');
+    // A final part's record says the asset is complete, in the same record as its hash.
+    state.prog = { ...state.prog, sent: hashes, seen, ...(final !== undefined && { final }) };
+    await Promise.all([this.d.outbox.progress(id, state.prog), this.d.outbox.flush()]);
+  }
+
+  /** The hash of bytes [start, start + length) as the file holds them now. */
+  private async hashNow(fh: fs.FileHandle, start: number, length: number, buf: Buffer): Promise<string> {
+    const hash = createHash('sha256');
+    for (let at = 0; at < length; ) {
+      const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, length - at), start + at);
+      if (bytesRead === 0) break;
+      hash.update(buf.subarray(0, bytesRead));
+      at += bytesRead;
+    }
+    return hashOf(hash);
+  }
+
+  /**
+   * The recording is finished at `st`: the full parts not sent yet, every
+   * part sent checked against the file and sent again where it differs,
+   * part 1, then the final part. Undefined when the file changed meanwhile
+   * (the caller goes on watching it).
+   */
+  private async finish(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: fs.FileHandle, st: Stats, signal: AbortSignal): Promise<Outcome | undefined> {
+    const P = state.prog.partBytes;
+    const size = st.size;
+    if (size === 0) throw new Stop({ result: 'dead', reason: `the recording ${quote(p.name)} ended empty (0 bytes): nothing to upload` });
+    const last = Math.ceil(size / P);
+    if (last > MAX_UPLOAD_PARTS) throw new HandBack(`it has more than the ${MAX_UPLOAD_PARTS} parts of ${P} bytes a real-time upload can have`);
+    if (state.hashes.some((h, i) => h !== '' && h !== undefined && i + 1 >= last)) throw new HandBack(`it shrank below parts already sent (now ${size} bytes)`);
+    // The parts sent while it recorded, as the file holds them now: a rewritten one goes again.
+    // Part 1 is among them only when a run before this one had finished it already.
+    const buf = Buffer.allocUnsafe(256 * 1024);
+    const resend: number[] = [];
+    for (let n = 2; n < last; n++) {
+      const sent = state.hashes[n - 1];
+      if (!sent) resend.push(n);
+      else if ((await this.hashNow(fh, (n - 1) * P, P, buf)) !== sent) resend.push(n);
+    }
+    const rewritten = resend.filter((n) => state.hashes[n - 1]);
+    if (rewritten.length > 0) this.d.logger?.info({ name: p.name, parts: rewritten }, 'real-time upload: parts rewritten since they were sent go again');
+    if (last > 1 && (!state.hashes[0] || (await this.hashNow(fh, 0, P, buf)) !== state.hashes[0])) resend.push(1);
+    for (const n of resend) await this.sendPart(id, p, state, fh, { number: n, size: P }, size, signal);
+    // Nothing may have changed since the finish began: the final part completes the asset.
+    const now = await fh.stat();
+    if (now.size !== st.size || now.mtimeMs !== st.mtimeMs) return undefined;
+    const final = { size, mtimeMs: st.mtimeMs };
+    await this.sendPart(id, p, state, fh, { number: last, size: size - (last - 1) * P, final: true }, size, signal, final);
+    return this.finished(p, state.prog, final);
+  }
+
+  /** The final part is at storage: the finished file goes into the index (the media watcher will report it), and is deleted if so set. */
+  private async finished(p: RealtimePayload, prog: RealtimeProgress, final: { size: number; mtimeMs: number }): Promise<Outcome> {
+    const identity: FileIdentity = { dev: p.dev, ino: p.ino, size: final.size, mtimeMs: final.mtimeMs };
+    await this.d.index.add(identity);
+    if (this.d.deleteAfterUpload) {
+      try {
+        const st = await fs.stat(p.finalPath);
+        if (st.ino === p.ino && st.dev === p.dev && st.size === final.size && st.mtimeMs === final.mtimeMs) await fs.unlink(p.finalPath);
+        else this.d.logger?.info({ name: p.name }, 'uploaded recording kept: it changed after its upload');
+      } catch {
+        // Already gone, or never renamed: nothing to delete.
+      }
+    }
+    this.d.logger?.info({ name: p.name, bytes: final.size, asset: prog.assetId }, 'real-time upload finished');
+    return { result: 'done' };
+  }
+
+  /** The recording cannot finish as a real-time upload: it is handed back to go whole, as a new asset, once it holds still. */
+  private async handBack(p: RealtimePayload, prog: RealtimeProgress | undefined, why: string): Promise<Outcome> {
+    this.d.logger?.warn({ name: p.name, asset: prog?.assetId, why }, `real-time upload stopped: ${quote(p.name)} ${why}; it goes as a whole file once finished`);
+    if (this.d.queueDir !== undefined) {
+      let st;
+      try {
+        st = await fs.stat(p.finalPath).catch(() => fs.stat(p.path));
+        await writeUploadRequest(this.d.queueDir, [{ path: st.ino === p.ino ? p.finalPath : p.path, name: p.name, filetype: p.filetype, ...(p.extension !== undefined && { extension: p.extension }), ...(p.channelKey !== undefined && { channelKey: p.channelKey }), ino: st.ino, dev: st.dev, size: st.size, mtimeMs: st.mtimeMs }], { settle: true });
+      } catch (err) {
+        this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot hand the recording back for a whole-file upload');
+      }
+    }
+    return { result: 'dead', reason: `the recording ${why}: not uploaded in real time; it goes as a whole file once finished` };
+  }
+
+  /** Agent ms on the clock, cut short by the signal. */
+  private pause(ms: number, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => {
+        timer.cancel();
+        reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+      };
+      const timer = this.d.clock.setTimer(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
