@@ -72,6 +72,14 @@ export const SETTING_ROWS = {
     help: "the outbox's cap on flash, bytes",
   },
   mediaDir: { flag: '--media-dir', value: 'DIR', env: 'C2C_MEDIA_DIR', configKey: 'mediaDir', isPath: true, default: 'none (no automatic uploads): where the camera writes finished clips', help: 'where the camera writes its clips' },
+  uploadRoots: {
+    flag: '--upload-roots',
+    value: 'DIR:DIR',
+    env: 'C2C_UPLOAD_ROOTS',
+    configKey: 'uploadRoots',
+    default: 'none: the local API queues files from the media dir only',
+    help: 'folders besides the media dir the local API may queue files from (separated by :)',
+  },
   mediaSettleSeconds: {
     flag: '--media-settle-seconds',
     value: 'N',

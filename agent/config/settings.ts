@@ -152,6 +152,9 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const queueMaxBytes = resolveQueueMax(find('queueMaxBytes'), sources);
   const mediaFound = find('mediaDir');
   const mediaDir = mediaFound === undefined ? undefined : pathSetting('mediaDir', () => ({ value: '', source: 'default' }));
+  const rootsFound = find('uploadRoots');
+  if (rootsFound !== undefined) sources.uploadRoots = rootsFound.source;
+  const uploadRoots = rootsFound === undefined ? [] : rootsFound.value.split(':').filter((d) => d !== '').map((d) => path.resolve(rootsFound.baseDir, d));
   const mediaSettleSeconds = resolveSettle(find('mediaSettleSeconds'), sources);
   const deleteAfterUpload = resolveBoolean(find('deleteAfterUpload'), 'deleteAfterUpload', sources);
   // Unset stays unset: the firmware profile may then turn it on (realtimeUploadsOn).
@@ -191,6 +194,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   };
   if (mediaDir !== undefined) settings.mediaDir = mediaDir;
   if (realtimeUploads !== undefined) settings.realtimeUploads = realtimeUploads;
+  if (uploadRoots.length > 0) settings.uploadRoots = uploadRoots;
   if (uploadWindow !== undefined) settings.uploadWindow = uploadWindow;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;

@@ -24,6 +24,8 @@ export interface Settings {
   queueMaxBytes: number;
   /** Where the camera writes finished clips; undefined: no automatic uploads. */
   mediaDir?: string;
+  /** Folders besides the media dir that files queued through the local API may come from (resolved, absolute). */
+  uploadRoots?: string[];
   /** A clip is taken once unchanged this long (agent seconds). */
   mediaSettleSeconds: number;
   /** Remove each clip once its upload completed. */

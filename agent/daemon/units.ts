@@ -42,6 +42,9 @@ import { EventsHub } from '../localapi/events.js';
 import { apiSocketOf, LocalApiUnit } from '../localapi/local-api-unit.js';
 import { registerStatusHandlers } from '../localapi/status-handlers.js';
 import { registerPairHandlers } from '../localapi/pair-handlers.js';
+import { registerUploadHandlers } from '../localapi/upload-handlers.js';
+import { registerPrefsHandlers } from '../localapi/prefs-handlers.js';
+import { PrefsStore } from '../localapi/prefs-store.js';
 import { uploadRows } from '../uploads/upload-item.js';
 
 export interface UnitsInput {
@@ -168,7 +171,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           onSkipped: () => bus.emit('statusChanged', {}),
           logger,
         });
-  const uploads = new UploadsUnit({ ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close() });
+  const prefs = new PrefsStore(settings.stateDir, bus, logger);
+  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
   const pairing = new DaemonPairing({
@@ -189,6 +193,13 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   const routes = new HandlerMap();
   registerStatusHandlers(routes, { status: () => status.document(), events });
   registerPairHandlers(routes, { pairing });
+  registerUploadHandlers(routes, {
+    uploads,
+    rows: () => uploadRows(outboxUnit.items(), new Set(outboxUnit.inFlight())),
+    roots: { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys: specs.map((c) => c.key) },
+    events,
+  });
+  registerPrefsHandlers(routes, prefs);
   const localApi = new LocalApiUnit(apiSocketOf(settings.runtimeDir), routes, logger);
 
   // Started in this order, stopped in reverse. The status file listens before the
@@ -200,6 +211,6 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // The local API serves once the units it steers run, and hears the controller's
   // first snapshot; it stops (connections dropped) before what it steers, the
   // daemon's pairing among them (a flow under way is cancelled, nothing stored).
-  units.push(status, tokens, outboxUnit, channels, uploads, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, tokens, outboxUnit, channels, prefs, uploads, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller, pairing };
 }

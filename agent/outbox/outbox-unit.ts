@@ -12,6 +12,8 @@ import type { Outbox } from './outbox.js';
 import type { OutboxItem, PutOptions } from './types.js';
 
 const REACHABLE: ReadonlySet<DaemonState> = new Set(['online', 'paused']);
+/** Real ms a cancel waits for the attempt it aborted to stop. */
+const CANCEL_WAIT_MS = 5_000;
 
 export class OutboxUnit implements DaemonUnit {
   readonly name = 'outbox';
@@ -62,6 +64,32 @@ export class OutboxUnit implements DaemonUnit {
     const item = await this.outbox.put(kind, payload, opts);
     this.dispatcher.kick();
     return item;
+  }
+
+  /**
+   * Cancels a pending item: ended in the outbox at once (dead, reason
+   * 'cancelled: …', on flash with the next group commit), and an attempt in
+   * flight aborted; resolves once that attempt has stopped (at most
+   * CANCEL_WAIT_MS: the answer must not hang on a stuck socket). False when
+   * the item was not pending.
+   */
+  async cancel(id: string, why: string): Promise<boolean> {
+    if (!(await this.opened)) return false;
+    if (!(await this.outbox.cancel(id, why))) return false;
+    if (this.dispatcher.abort(id, why)) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([this.dispatcher.settled(id), new Promise<void>((r) => (timer = setTimeout(r, CANCEL_WAIT_MS)))]);
+      clearTimeout(timer);
+    }
+    return true;
+  }
+
+  /** Marks a pending item urgent (taken before the others) or not, durably; false when it is not pending. */
+  async setUrgent(id: string, urgent: boolean): Promise<boolean> {
+    if (!(await this.opened)) return false;
+    const ok = await this.outbox.setUrgent(id, urgent);
+    if (ok) this.dispatcher.kick();
+    return ok;
   }
 
   pending(kind?: string): OutboxItem[] {

@@ -18,7 +18,7 @@ import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections, UploadsSection } from '../core/status-document.js';
-import type { OutboxItem, PutOptions } from '../outbox/types.js';
+import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { UPLOAD_KIND, bytesDone, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
 import type { SkippedView } from './media-watcher.js';
@@ -30,8 +30,17 @@ export interface UploadsUnitDeps {
   watcher?: { start(): void; stop(): void; skipped?(): SkippedView };
   /** The upload window, when one is configured. */
   window?: { start(): Promise<void>; stop(): void };
-  index: { load(): Promise<void>; has(f: FileIdentity): boolean };
-  outbox: { ready(): Promise<boolean>; put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>; pending(kind?: string): OutboxItem[] };
+  index: { load(): Promise<void>; has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
+  outbox: {
+    ready(): Promise<boolean>;
+    put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>;
+    pending(kind?: string): OutboxItem[];
+    items(): OutboxItem[];
+    cancel(id: string, why: string): Promise<boolean>;
+    setUrgent(id: string, urgent: boolean): Promise<boolean>;
+  };
+  /** The preference autoUpload (localapi/prefs-store.ts): off, the media watcher's finds are held back until it is on again. */
+  autoUpload?: () => boolean;
   queueDir: string;
   /** Agent ms a file handed back after a change must hold still before it is queued again (the mediaSettleSeconds setting). */
   settleMs: number;
@@ -59,6 +68,22 @@ const RATE_WINDOW_MS = 30_000;
 /** A changed file is looked at no more often than this (agent ms), whatever the settle time: a zero would spin. */
 const SETTLE_LOOK_MIN_MS = 1_000;
 
+/** Media-dir finds held back while autoUpload is off, at most this many (a card holds days of clips; each is a few hundred bytes here). */
+const HELD_MAX = 10_000;
+
+/** One path asked for through the local API, and what became of it. */
+export interface QueuedByHand {
+  path: string;
+  /** The upload's id; null for a file the index knows as sent (or cancelled) whose item the queue no longer holds. */
+  id: string | null;
+  duplicate: boolean;
+}
+
+export type CancelResult = 'cancelled' | 'not-found' | 'done' | 'ended';
+
+/** The same file as the contract counts it: path, size and modification time. */
+const sameFile = (a: UploadPayload, b: UploadPayload): boolean => a.path === b.path && a.size === b.size && a.mtimeMs === b.mtimeMs;
+
 /** A file handed back after a change: its (ino, size, mtime, ctime) at the last look. */
 interface Settling {
   p: UploadPayload;
@@ -74,6 +99,9 @@ export class UploadsUnit implements DaemonUnit {
   /** Files to queue once they hold still, by the request file that asked (removed once all are queued or gone). */
   private readonly settling = new Map<string, Settling[]>();
   private settleTimer: Timer | undefined;
+  /** Media-dir finds held back while autoUpload is off, by path. */
+  private readonly held = new Map<string, UploadPayload>();
+  private heldFullSaid = false;
 
   constructor(private readonly d: UploadsUnitDeps) {}
 
@@ -82,6 +110,9 @@ export class UploadsUnit implements DaemonUnit {
     this.d.bus.on('mediaFileReady', this, ({ file }) => this.fileReady(file));
     this.d.bus.on('mediaFileGrowing', this, ({ file }) => this.fileGrowing(file));
     this.d.bus.on('bytesSent', this, ({ bytes }) => this.bytesSent(bytes));
+    this.d.bus.on('prefsChanged', this, ({ prefs }) => {
+      if (prefs.autoUpload) this.releaseHeld();
+    });
     this.work = this.d.index.load().then(
       () => {
         if (!this.running) return;
@@ -106,14 +137,119 @@ export class UploadsUnit implements DaemonUnit {
     this.d.close?.();
   }
 
-  /** A file in the media dir is ready. */
+  /** A file in the media dir is ready: queued, or held back while autoUpload is off. */
   fileReady(p: UploadPayload): void {
+    if (this.d.autoUpload?.() === false) return this.hold(p);
     this.work = this.work.then(() => this.queue(p));
   }
 
   /** A clip still being written (real-time uploads on). */
   fileGrowing(p: RealtimePayload): void {
+    // autoUpload off: a recording is taken once it is on again (as a finished file, held meanwhile).
+    if (this.d.autoUpload?.() === false) return;
     this.work = this.work.then(() => this.queueRecording(p));
+  }
+
+  private hold(p: UploadPayload): void {
+    if (this.held.size >= HELD_MAX && !this.held.has(p.path)) {
+      if (!this.heldFullSaid) this.d.logger?.warn({ held: this.held.size }, 'autoUpload is off and many clips wait; the newest are not remembered until it is on again (a restart finds them)');
+      this.heldFullSaid = true;
+      return;
+    }
+    this.held.set(p.path, p);
+  }
+
+  /** autoUpload is on again: what the watcher found meanwhile is queued now, oldest first. */
+  private releaseHeld(): void {
+    const files = [...this.held.values()].sort((a, b) => a.mtimeMs - b.mtimeMs);
+    this.held.clear();
+    this.heldFullSaid = false;
+    for (const p of files) this.work = this.work.then(() => this.queue(p));
+  }
+
+  /** Media-dir finds held back (autoUpload off). */
+  get heldCount(): number {
+    return this.held.size;
+  }
+
+  /**
+   * Files asked for through the local API (already checked by
+   * upload-paths.ts), queued whatever autoUpload says. One file is one
+   * upload: a file queued, sent, or cancelled before (same path, size and
+   * modification time) gives back its id with duplicate true; `urgent`
+   * raises a queued duplicate too. Runs in line with the watcher's queueing,
+   * so the two never both queue one file.
+   */
+  queueByHand(files: UploadPayload[], urgent: boolean): Promise<QueuedByHand[]> {
+    const run = this.work.then(async () => {
+      if (!(await this.d.outbox.ready())) throw new Error('the upload queue could not be opened; see the log');
+      const out: QueuedByHand[] = [];
+      const batch: Array<{ p: UploadPayload; id: string | null }> = [];
+      for (const p of files) {
+        const again = batch.find((b) => sameFile(b.p, p));
+        if (again !== undefined) {
+          out.push({ path: p.path, id: again.id, duplicate: true });
+          continue;
+        }
+        const existing = this.existing(p);
+        if (existing !== undefined) {
+          if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
+          out.push({ path: p.path, id: existing.id, duplicate: true });
+        } else if (this.d.index.has(p)) out.push({ path: p.path, id: null, duplicate: true });
+        else {
+          const item = await this.d.outbox.put(UPLOAD_KIND, p, urgent ? { urgent } : {});
+          this.held.delete(p.path);
+          this.d.logger?.info({ name: p.name, bytes: p.size, urgent }, 'upload queued through the local API');
+          out.push({ path: p.path, id: item.id, duplicate: false });
+        }
+        batch.push({ p, id: out.at(-1)!.id });
+      }
+      this.d.bus.emit('statusChanged', {});
+      return out;
+    });
+    this.work = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
+  private existing(p: UploadPayload): OutboxItem | undefined {
+    const mine = this.d.outbox.items().filter((i) => i.kind === UPLOAD_KIND && sameFile(i.payload as UploadPayload, p));
+    return mine.find((i) => i.state === 'pending') ?? mine.find((i) => i.state === 'done' || (i.state === 'dead' && i.reason?.startsWith(CANCELLED) === true));
+  }
+
+  /**
+   * Cancels an upload: never retried, its attempt in flight stopped, and the
+   * file recorded in the index so the media watcher does not queue it again,
+   * across restarts (the index is what outlives the queue's records).
+   */
+  async cancel(id: string): Promise<CancelResult> {
+    const item = this.d.outbox.items().find((i) => i.id === id && i.kind === UPLOAD_KIND);
+    if (item === undefined) return 'not-found';
+    if (item.state === 'done') return 'done';
+    if (item.state !== 'pending') return 'ended';
+    if (!(await this.d.outbox.cancel(id, 'through the local API'))) return 'ended';
+    const p = item.payload as UploadPayload;
+    this.held.delete(p.path);
+    await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
+    this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
+    this.d.bus.emit('statusChanged', {});
+    return 'cancelled';
+  }
+
+  /** Cancels every upload not yet done; the ids cancelled. */
+  async cancelAll(): Promise<string[]> {
+    const out: string[] = [];
+    for (const item of this.d.outbox.pending(UPLOAD_KIND)) if ((await this.cancel(item.id)) === 'cancelled') out.push(item.id);
+    return out;
+  }
+
+  /** Raises (high) or lowers an upload's place in the queue; false for an upload not waiting or running. */
+  async setPriority(id: string, high: boolean): Promise<'ok' | 'not-found' | 'ended'> {
+    const item = this.d.outbox.items().find((i) => i.id === id && i.kind === UPLOAD_KIND);
+    if (item === undefined) return 'not-found';
+    if (item.state !== 'pending' || !(await this.d.outbox.setUrgent(id, high))) return 'ended';
+    this.d.bus.emit('statusChanged', {});
+    return 'ok';
   }
 
   /** Bytes that just left, for the rate. */

@@ -29,8 +29,11 @@ function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more:
   const clock = new FakeClock();
   const puts: UploadPayload[] = [];
   const unit = new UploadsUnit({
-    index: { load: async () => undefined, has: () => false },
+    index: { load: async () => undefined, has: () => false, add: async () => undefined },
     outbox: {
+      items: () => [],
+      cancel: async () => false,
+      setUrgent: async () => false,
       ready: async () => true,
       put: async (kind: string, payload: unknown) => {
         puts.push(payload as UploadPayload);

@@ -22,8 +22,11 @@ function rig() {
   const clock = new FakeClock();
   const puts: unknown[] = [];
   const unit = new UploadsUnit({
-    index: { load: async () => undefined, has: () => false },
+    index: { load: async () => undefined, has: () => false, add: async () => undefined },
     outbox: {
+      items: () => [],
+      cancel: async () => false,
+      setUrgent: async () => false,
       ready: async () => true,
       put: async (kind: string, payload: unknown) => {
         puts.push(payload);
