@@ -181,6 +181,8 @@ export function createTransport(options: TransportOptions): Transport {
       logger?.debug({ method: spec.method, path: spec.path, status: res.status, bytes: res.dropped }, 'http error body over the size cap dropped unread');
     }
     const meta = metaOf(res.status, res.headers);
+    meta.rttMs = Math.round((clock.now() - started) / clock.scale);
+    meta.receivedAt = clock.wallNow();
     lastMeta = meta;
     if (meta.clockOffsetMs !== undefined) knownOffsetMs = meta.clockOffsetMs;
     if (logger?.isLevelEnabled('trace')) {

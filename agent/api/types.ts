@@ -39,6 +39,10 @@ export interface ResponseMeta {
   rateLimit: RateLimitInfo;
   /** server Date minus local wall clock, ms; undefined when the server sent no Date. */
   clockOffsetMs?: number;
+  /** Real ms from sending the request to its answer's head (the status document's network.serviceRttMs). */
+  rttMs?: number;
+  /** Wall epoch ms the answer came (network.lastContactAt). */
+  receivedAt?: number;
 }
 
 export interface ApiResult<T> {

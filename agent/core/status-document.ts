@@ -74,11 +74,28 @@ export interface RecordingEntry {
   finishedInSeconds: number;
 }
 
+export type NetworkType = 'ethernet' | 'wifi' | 'cellular' | 'other';
+export const NETWORK_TYPES: readonly NetworkType[] = ['ethernet', 'wifi', 'cellular', 'other'];
+
+/** The network (network/network-unit.ts): the link the default route takes and how the service answers over it. */
+export interface NetworkSection {
+  /** The interface carrying the default route, or null without one. */
+  interface: string | null;
+  type: NetworkType | null;
+  /** Real ms of the last round trip to the service; null before any. */
+  serviceRttMs: number | null;
+  /** Bytes a second sent to storage, over the last half minute. */
+  uploadBytesPerSecond: number;
+  /** Wall ISO time the service last answered (any status); null before it did. */
+  lastContactAt: string | null;
+}
+
 /** One section per reporting unit, named as it appears in status.json. */
 export interface StatusSections {
   channels: ChannelsSection;
   outbox: OutboxSection;
   uploads: UploadsSection;
+  network: NetworkSection;
 }
 
 export type StatusDocument = DaemonSnapshot & Partial<StatusSections>;
@@ -235,8 +252,19 @@ const uploads: Check<UploadsSection> = (v) => {
   return { files, bytesLeft, bytesPerSecond, ...opt('skipped', skipped(v.skipped)), ...opt('recording', listOf(recordingEntry)(v.recording)) };
 };
 
+const network: Check<NetworkSection> = (v) => {
+  if (!isObject(v)) return undefined;
+  const iface = v.interface === null ? null : str(v.interface);
+  const type = v.type === null ? null : NETWORK_TYPES.find((t) => t === v.type);
+  const serviceRttMs = v.serviceRttMs === null ? null : count(v.serviceRttMs);
+  const uploadBytesPerSecond = count(v.uploadBytesPerSecond);
+  const lastContactAt = v.lastContactAt === null ? null : str(v.lastContactAt);
+  if (iface === undefined || type === undefined || serviceRttMs === undefined || uploadBytesPerSecond === undefined || lastContactAt === undefined) return undefined;
+  return { interface: iface, type, serviceRttMs, uploadBytesPerSecond, lastContactAt };
+};
+
 /** One reader per section: tsc refuses a section added to StatusSections without one. */
-const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, outbox, uploads };
+const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, outbox, uploads, network };
 
 /** The status document in `raw` (parsed JSON), as far as it fits; undefined when it is not one (no snapshot). */
 export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
@@ -279,5 +307,6 @@ export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
     ...opt('channels', SECTIONS.channels(raw.channels)),
     ...opt('outbox', SECTIONS.outbox(raw.outbox)),
     ...opt('uploads', SECTIONS.uploads(raw.uploads)),
+    ...opt('network', SECTIONS.network(raw.network)),
   };
 }

@@ -45,6 +45,7 @@ import { registerPairHandlers } from '../localapi/pair-handlers.js';
 import { registerUploadHandlers } from '../localapi/upload-handlers.js';
 import { registerPrefsHandlers } from '../localapi/prefs-handlers.js';
 import { PrefsStore } from '../localapi/prefs-store.js';
+import { NetworkUnit } from '../network/network-unit.js';
 import { uploadRows } from '../uploads/upload-item.js';
 
 export interface UnitsInput {
@@ -188,6 +189,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     credentials: tokens,
   });
 
+  const network = new NetworkUnit({ hostRoot: settings.hostRoot, clock, lastMeta: () => api.lastMeta, uploadBytesPerSecond: () => uploads.bytesPerSecond() });
+
   // The local API (agent/localapi/): one handler map, each feature's routes registered by its own function.
   const events = new EventsHub({ bus, clock, status: () => status.document(), uploads: () => uploadRows(outboxUnit.items(), new Set(outboxUnit.inFlight())) });
   const routes = new HandlerMap();
@@ -211,6 +214,6 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // The local API serves once the units it steers run, and hears the controller's
   // first snapshot; it stops (connections dropped) before what it steers, the
   // daemon's pairing among them (a flow under way is cancelled, nothing stored).
-  units.push(status, tokens, outboxUnit, channels, prefs, uploads, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, tokens, outboxUnit, channels, prefs, uploads, network, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller, pairing };
 }

@@ -271,6 +271,13 @@ export class UploadsUnit implements DaemonUnit {
     return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}`;
   }
 
+  /** Bytes a second sent to storage over the last RATE_WINDOW_MS (the network section shows it too). */
+  bytesPerSecond(): number {
+    const now = this.d.clock.now();
+    const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
+    return Math.round(recent / (RATE_WINDOW_MS / 1000));
+  }
+
   /** The figures `status` shows, for the status document and the STATUS= line alike. */
   private figures(): UploadsSection {
     const pending = this.d.outbox.pending(UPLOAD_KIND);
