@@ -199,10 +199,8 @@ export class DaemonPairing implements DaemonUnit {
       this.d.logger?.info({ verified: verified.device !== undefined }, 'paired through the local API; using the new credentials');
       this.d.bus.emit('credentialsReplaced', { why: 'paired' });
       const warnings = settings.token ? ['C2C_TOKEN is set and takes precedence over the stored credentials; unset it'] : [];
-      if (verified.device === undefined) {
-        warnings.push(`the service could not confirm the new credentials yet (${verified.error.message}); the daemon verifies them once it reaches the service`);
-      }
-      this.publish({ phase: 'paired', verified: verified.device !== undefined, device: verified.device ? deviceSummary(verified.device) : null, warnings });
+      const unverified = verified.device === undefined ? { kind: verified.error.kind, message: verified.error.message } : undefined;
+      this.publish({ phase: 'paired', verified: unverified === undefined, device: verified.device ? deviceSummary(verified.device) : null, warnings, ...(unverified && { unverified }) });
     } catch (err) {
       const reason = signal.aborted ? signal.reason : err;
       if (reason instanceof Cancelled) {

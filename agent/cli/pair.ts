@@ -1,9 +1,12 @@
 // `c2c-agent pair [--json] [--timeout SECONDS]`: device-code pairing. Shows
 // the code (large, with a QR code of the verification URL on a terminal;
 // plain lines elsewhere; JSON Lines with --json, so a camera's own screen can
-// drive the flow), polls until the person approves, stores the credentials
-// durably, verifies them with GET /v2/devices/me and tells a running daemon
-// to use them at once. Ctrl-C or SIGTERM cancels at any step (130 / 143).
+// drive the flow), polls until the person approves, verifies the grant with
+// GET /v2/devices/me and stores the credentials durably. When a daemon runs,
+// the daemon pairs (POST /v1/pair, its own client secret) and this command
+// shows its flow the same way (pair-via-daemon.ts): the daemon is the only
+// writer of its state while it runs. Ctrl-C or SIGTERM cancels at any step
+// (130 / 143).
 import { createServiceApi, type ServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
@@ -11,7 +14,6 @@ import { fileFromGrant, saveCredentials } from '../auth/credentials-store.js';
 import { pairDevice, type PairingEvent } from '../auth/pairing.js';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
-import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
 import { prepareCredentialsDirs } from '../auth/credentials-dirs.js';
 import { deviceSummary, verifyGrant } from '../auth/grant-verify.js';
 import { SystemClock } from '../lib/clock.js';
@@ -22,6 +24,8 @@ import { oneLine, quote } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { describeError, fail, printError, printJsonLine } from './output.js';
 import { PairReporter } from './pair-report.js';
+import { assertNoDaemon, DaemonApi } from './daemon-api.js';
+import { pairThroughDaemon } from './pair-via-daemon.js';
 import { agentVersion } from './version.js';
 
 export const usage = 'pair [--json] [--timeout SECONDS]';
@@ -56,7 +60,16 @@ export async function run(ctx: CommandContext): Promise<number> {
   let api: ServiceApi | undefined;
   try {
     const timeoutS = timeoutOf(ctx.values.timeout);
+    // A running daemon pairs with its own secret; this command then only shows the flow.
+    const local = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
+    const daemon = new DaemonApi(local);
+    const viaDaemon = await pairThroughDaemon(daemon, { settings: local, json: ctx.json, timeoutS, cancel: ac.signal }, (onEvent) => daemon.events(onEvent));
+    if (viaDaemon !== undefined) {
+      if (viaDaemon.error !== undefined) printError(viaDaemon.error.message);
+      return viaDaemon.exitCode;
+    }
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
+    assertNoDaemon(settings, daemon.socket, 'store credentials');
     const clientSecret = readClientSecret(settings);
     await prepareCredentialsDirs(settings);
     const { clientId } = await getClientId(settings);
@@ -86,24 +99,20 @@ export async function run(ctx: CommandContext): Promise<number> {
       // Checked writable before the code was asked for, so something changed meanwhile; the grant is gone with this process.
       throw fsError(err, 'store the approved credentials (pair again once this is fixed)', settings.tokenFile, settings.sources.tokenFile);
     });
-    // The daemon hears of the new pair at once: the old one was revoked by this pairing.
-    const nudge = nudgeDaemon(settings.runtimeDir);
     if (verified.device === undefined) {
       const e = verified.error;
       throw new AgentError(e.kind, `paired, and the credentials are stored in ${settings.tokenFile}, but the service could not confirm them yet: ${e.message}; the daemon verifies them once it reaches the service (or run \`c2c-agent check\`)`, e.details);
     }
     const device = verified.device;
-    const daemon =
-      nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now uses them` : nudge.kind === 'denied' ? `run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) uses them` : 'no daemon runs; start it with `systemctl start c2c-agent`';
     const warnings = settings.token ? ['C2C_TOKEN is set and takes precedence over the stored credentials; unset it'] : [];
     reporter.done(
-      { event: 'paired', ok: true, exitCode: EXIT.ok, device: deviceSummary(device), credentials: settings.tokenFile, daemon: nudge.kind, warnings },
+      { event: 'paired', ok: true, exitCode: EXIT.ok, device: deviceSummary(device), credentials: settings.tokenFile, daemon: 'not-running', warnings },
       [
         // Names the service sent: one bounded line each, whatever they hold.
         `paired: ${oneLine(device.name ?? '(unnamed)', 120)} (device ${oneLine(device.id, 80)})`,
         `project: ${oneLine(device.project?.name ?? '(name not sent)', 120)} (id ${oneLine(device.project_id ?? device.project?.id ?? 'unknown', 80)})`,
         `credentials: ${settings.tokenFile}`,
-        `daemon: ${daemon}`,
+        'daemon: no daemon runs; start it with `systemctl start c2c-agent`',
         ...warnings.map((w) => `warning: ${w}`),
       ],
     );

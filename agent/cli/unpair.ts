@@ -1,7 +1,7 @@
 // `c2c-agent unpair [--json] [--local]`: the "deauthorize" every device must
 // offer. Revokes the authorization at the service (best effort, bounded
-// wait), forgets the credentials here (the file goes, durably) and puts a
-// running daemon into needs-pairing. Offline it still forgets locally, and
+// wait) and forgets the credentials here (the file goes, durably). A running
+// daemon does it itself (POST /v1/unpair) and needs pairing at once. Offline it still forgets locally, and
 // says that the service keeps listing the device until someone removes it
 // there. Without what a revocation needs (the client secret, the API URL) it
 // forgets nothing and exits 78, since the token would stay valid at the
@@ -13,9 +13,9 @@ import { removeCredentials } from '../auth/credentials-store.js';
 import { REVOKE_TIMEOUT_MS, unpairHere } from '../auth/revocation.js';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
-import { nudgeDaemon } from '../daemon/runtime/run-lock.js';
 import { SystemClock } from '../lib/clock.js';
-import { EXIT } from '../lib/errors.js';
+import { AgentError, EXIT } from '../lib/errors.js';
+import { assertNoDaemon, DaemonApi, refusal } from './daemon-api.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
@@ -42,26 +42,53 @@ async function revokeAtService(settings: Settings, client: ClientCredentials, to
   }
 }
 
+/** What the daemon's POST /v1/unpair answers. */
+interface DaemonUnpaired {
+  revoked: boolean;
+  removed: boolean;
+  warnings: string[];
+}
+
+function isUnpaired(v: unknown): v is DaemonUnpaired {
+  const o = v as Partial<DaemonUnpaired> | undefined;
+  return typeof o?.revoked === 'boolean' && typeof o.removed === 'boolean' && Array.isArray(o.warnings) && o.warnings.every((w) => typeof w === 'string');
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
     const file = settings.tokenFile;
-    const { revoked, removed, warnings } = await unpairHere(settings, {
-      local: ctx.values.local === true,
-      clientId: async () => (await getClientId(settings)).clientId,
-      localAdvice: LOCAL_ADVICE,
-      revoke: (client, token) => revokeAtService(settings, client, token),
-      remove: () => removeCredentials(file),
-    });
-    const nudge = nudgeDaemon(settings.runtimeDir);
-    if (nudge.kind === 'denied') warnings.push(`run \`systemctl reload c2c-agent\` so the daemon (pid ${nudge.pid}) notices`);
+    const local = ctx.values.local === true;
+    // A running daemon unpairs itself (it alone writes its credentials while it runs) and needs pairing at once.
+    const daemon = new DaemonApi(settings);
+    const reply = await daemon.request('POST', '/v1/unpair', local ? { local: true } : {}, 30_000);
+    let done: DaemonUnpaired;
+    let pid: number | undefined;
+    if (reply !== undefined) {
+      if (reply.status !== 200) throw refusal(reply, 'POST /v1/unpair');
+      if (!isUnpaired(reply.body)) throw new AgentError('protocol', `the daemon's answer to POST /v1/unpair is not what this agent sends (${daemon.socket})`);
+      done = reply.body;
+      const st = await daemon.request<{ pid?: unknown }>('GET', '/v1/status').catch(() => undefined);
+      pid = typeof st?.body?.pid === 'number' ? st.body.pid : undefined;
+    } else {
+      assertNoDaemon(settings, daemon.socket, 'forget its credentials');
+      done = await unpairHere(settings, {
+        local,
+        clientId: async () => (await getClientId(settings)).clientId,
+        localAdvice: LOCAL_ADVICE,
+        revoke: (client, token) => revokeAtService(settings, client, token),
+        remove: () => removeCredentials(file),
+      });
+    }
+    const { revoked, removed, warnings } = done;
+    const running = reply !== undefined;
     if (ctx.json) {
-      printJson({ ok: true, exitCode: EXIT.ok, revoked, removed, credentials: file, daemon: nudge.kind, warnings });
+      printJson({ ok: true, exitCode: EXIT.ok, revoked, removed, credentials: file, daemon: running ? 'running' : 'not-running', warnings });
     } else {
       printLine(
         revoked ? 'revoked the authorization at the service' : 'not revoked at the service',
         removed ? `forgot the credentials (${file})` : `no credentials file (${file})`,
-        nudge.kind === 'signalled' ? `the running daemon (pid ${nudge.pid}) now needs pairing` : nudge.kind === 'not-running' ? 'no daemon runs' : `daemon pid ${nudge.pid} not told`,
+        running ? `the running daemon${pid === undefined ? '' : ` (pid ${pid})`} forgot them and now needs pairing` : 'no daemon runs',
         ...warnings.map((w) => `warning: ${w}`),
       );
     }

@@ -42,7 +42,7 @@ export type PairingProgress =
   | { phase: 'slow_down'; interval: number }
   | { phase: 'retrying'; error: { kind: string; message: string } }
   | { phase: 'verifying' }
-  | { phase: 'paired'; verified: boolean; device: Record<string, unknown> | null; warnings: string[] }
+  | { phase: 'paired'; verified: boolean; device: Record<string, unknown> | null; warnings: string[]; /** Why the service could not confirm the grant yet (it was stored all the same). */ unverified?: { kind: string; message: string } }
   | { phase: 'failed'; exitCode: number; error: { kind: string; message: string; status?: number; code?: string } }
   | { phase: 'cancelled' };
 

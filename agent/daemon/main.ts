@@ -59,10 +59,9 @@ async function prepareRuntimeDir(dir: string): Promise<void> {
 
 /** Runs the daemon until SIGTERM or SIGINT; resolves with the exit code. */
 export async function runDaemon(settings: Settings, agentVersion: string): Promise<number> {
-  // SIGHUP's default action ends the process. `pair` sends it as soon as run.lock
-  // names a pid, which is before the units run. Until the controller can reload,
-  // a SIGHUP asks for nothing the start-up does not do anyway (the controller
-  // reads the credentials as it starts), so it is taken and dropped.
+  // SIGHUP (systemctl reload: ExecReload sends it) re-reads the credentials.
+  // Its default action ends the process, so one that comes before the units
+  // run is taken and dropped: the start-up reads the credentials anyway.
   const earlyHup = (): void => undefined;
   process.on('SIGHUP', earlyHup);
   const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');

@@ -22,6 +22,7 @@ import {
   posts,
   reach,
   startDaemon,
+  DAEMON_SCALE,
   usePairingCloud,
 } from './pairing-fixture.js';
 
@@ -48,7 +49,7 @@ describe('pair --json', () => {
     expect(waiting.expires_in as number).toBeLessThanOrEqual(115);
     // Pending: nothing stored yet.
     expect(existsSync(u.credentials)).toBe(false);
-    expect(fx.cloud.control.approve(code.user_code as string)).toBe(true);
+    expect(u.cloud.control.approve(code.user_code as string)).toBe(true);
     await expectExit(p, 0);
 
     const events = p.events();
@@ -271,22 +272,46 @@ describe('pair --json', () => {
 });
 
 describe('pair with a running daemon', () => {
-  it('a daemon in needs-pairing goes online right after pair, same pid, through SIGHUP', async () => {
-    const u = fx.unit();
+  it('a daemon in needs-pairing pairs itself (POST /v1/pair) and goes online at once, same pid, no SIGHUP; pair shows its flow', async () => {
+    // The daemon polls in real time here: a cloud at the same scale, so its codes live 120 real s.
+    const u = fx.unit(await fx.otherCloud({ timeScale: DAEMON_SCALE, devices: 0 }), DAEMON_SCALE);
     const daemon = startDaemon(u);
     const before = await reach(u, daemon, 'needs-pairing', 10_000);
     expect(before.exitCode).toBe(77);
     expect(before.json.pid).toBe(daemon.pid);
 
-    const paired = await pairNow(u);
-    expect(paired).toMatchObject({ event: 'paired', daemon: 'signalled' });
+    // pair is run WITHOUT the client secret: the daemon holds it, the command never reads it.
+    const { secretFile: _secret, ...noSecret } = u.s;
+    const p = pair(u, [], noSecret);
+    const code = await waitFor('the code', () => p.events().find(isEvent('code')), 10_000);
+    expect(code).toMatchObject({ event: 'code', user_code: expect.any(String), verification_uri: expect.any(String), expires_in: expect.any(Number) });
+    expect(u.cloud.control.approve(code.user_code as string)).toBe(true);
+    await expectExit(p, 0);
+    expect(p.events().at(-1)).toMatchObject({ event: 'paired', ok: true, exitCode: 0, daemon: 'running', credentials: u.credentials, device: { id: expect.any(String) }, warnings: [] });
+    expect(p.stdout()).not.toMatch(FAKE_SECRET);
+    expect(p.events().filter(isEvent('code'))).toHaveLength(1);
     const online = await reach(u, daemon, 'online', 3_000);
     expect(online.exitCode).toBe(0);
     expect(online.json.pid).toBe(daemon.pid);
     expect(daemon.child.exitCode).toBeNull();
-    // SIGHUP did it, not the daemon's own look at the file every 10 s (10 real s here).
-    expect(daemon.output()).toContain('reload requested');
+    expect(daemon.output()).toContain('paired through the local API');
+    // The daemon used them at once: neither a signal nor its own look at the file every 10 s.
     expect(daemon.output()).not.toContain('credentials file changed');
+    expect(daemon.output()).not.toMatch(FAKE_SECRET);
+  });
+
+  it('Ctrl-C on a pair the daemon runs cancels the daemon\'s flow (DELETE /v1/pair): exit 130, nothing stored, the daemon still waits for pairing', async () => {
+    const u = fx.unit();
+    const daemon = startDaemon(u);
+    await reach(u, daemon, 'needs-pairing', 10_000);
+    const p = pair(u);
+    await waitFor('the code', () => p.events().find(isEvent('code')), 10_000);
+    p.child.kill('SIGINT');
+    await expectExit(p, 130);
+    expect(p.events().at(-1)).toEqual({ event: 'failed', ok: false, exitCode: 130, error: { kind: 'cancelled', message: expect.stringContaining('nothing was stored') } });
+    await waitFor('the daemon logged the cancel', () => daemon.output().includes('pairing cancelled through the local API'), 5_000);
+    expect(existsSync(u.credentials)).toBe(false);
+    expect((await reach(u, daemon, 'needs-pairing', 1_000)).json.pid).toBe(daemon.pid);
   });
 
   // Re-pairing revokes the old tokens. Even when pair's verification GET fails

@@ -9,7 +9,7 @@ import { REVOKE_PATH, accessTokenOf, getMe, pairNow, posts, reach, startDaemon, 
 const fx = usePairingCloud(40);
 
 describe('unpair', () => {
-  it('revokes at the service, forgets the file, and a running daemon goes to needs-pairing', async () => {
+  it('with a daemon running, the daemon revokes and forgets (POST /v1/unpair) and goes to needs-pairing at once, same pid', async () => {
     const u = fx.unit();
     const paired = await pairNow(u);
     const deviceId = (paired.device as { id: string }).id;
@@ -20,7 +20,7 @@ describe('unpair', () => {
     const since = fx.cloud.journal.length;
     const r = await runCommand(['unpair', '--json', ...settingsArgs(u.s)], u.dirs);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
-    expect(r.events).toEqual([{ ok: true, exitCode: 0, revoked: true, removed: true, credentials: u.credentials, daemon: 'signalled', warnings: [] }]);
+    expect(r.events).toEqual([{ ok: true, exitCode: 0, revoked: true, removed: true, credentials: u.credentials, daemon: 'running', warnings: [] }]);
     expect(posts(fx.cloud, since, REVOKE_PATH)).toEqual([expect.objectContaining({ deviceId, status: 200 })]);
     expect(existsSync(u.credentials)).toBe(false);
     // The service ended the authorization: the old token is refused.
@@ -31,7 +31,7 @@ describe('unpair', () => {
     expect(after.exitCode).toBe(77);
     expect(after.json.pid).toBe(daemon.pid);
     expect(daemon.child.exitCode).toBeNull();
-    expect(daemon.output()).toContain('reload requested');
+    expect(daemon.output()).toContain('unpaired through the local API');
   });
 
   it('with the service refusing connections: still forgets locally, exits 0, warns the service still lists the device', async () => {

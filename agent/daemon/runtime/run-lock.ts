@@ -56,7 +56,7 @@ export function processAlive(pid: number, procStart: string | undefined, probe: 
 /**
  * Whether the daemon named by `who` runs: the run lock's owner, or the status
  * document (core/status-document.ts) whose last word may be 'stopped'. The
- * one answer for the lock, `status`, `queue` and nudgeDaemon: a daemon that
+ * one answer for the lock, `status`, `queue` and the CLI's commands: a daemon that
  * said it stopped does not run; otherwise its pid must be alive and still
  * the process that recorded `procStart`.
  */
@@ -173,24 +173,6 @@ export function removeStaleLockTemps(runtimeDir: string, probe: ProcProbe = real
 export function runningDaemon(runtimeDir: string, probe: ProcProbe = realProbe): LockOwner | undefined {
   const owner = parseOwner(readText(path.join(runtimeDir, LOCK_FILE)));
   return owner && daemonRuns(owner, probe) ? owner : undefined;
-}
-
-export type NudgeResult = { kind: 'signalled'; pid: number } | { kind: 'not-running' } | { kind: 'denied'; pid: number };
-
-/**
- * Asks the running daemon to re-read its credentials now (SIGHUP), so a
- * pairing or unpairing takes effect without a restart. 'denied' when the
- * daemon is another user's (a manual run as root, say): the caller says how.
- */
-export function nudgeDaemon(runtimeDir: string): NudgeResult {
-  const owner = runningDaemon(runtimeDir);
-  if (owner === undefined) return { kind: 'not-running' };
-  try {
-    process.kill(owner.pid, 'SIGHUP');
-    return { kind: 'signalled', pid: owner.pid };
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ESRCH' ? { kind: 'not-running' } : { kind: 'denied', pid: owner.pid };
-  }
 }
 
 function optionalStart(pid: number): { procStart?: string } {
