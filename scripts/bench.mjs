@@ -4,7 +4,7 @@
 // absolute figures do not travel from a laptop to a Pi; ratios do).
 //
 //   npm run bench            (builds first; about 10 minutes on 2 cores)
-//   node scripts/bench.mjs [--only idle,start,bundle,state,upload,fleet] [--quick]
+//   node scripts/bench.mjs [--only idle,start,bundle,state,upload,realtime,fleet] [--quick]
 //
 // --only runs a subset (rss and cpu are names for idle); --quick shortens
 // every window (4 agent hours of RSS, 3 start-up runs, a 512 MiB upload, a
@@ -17,7 +17,7 @@ import { cpus } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { bundleSize, stateDirWrites } from './bench/disk.mjs';
-import { fleetHerd, uploadRss } from './bench/external.mjs';
+import { fleetHerd, realtimeUploads, uploadRss } from './bench/external.mjs';
 import { markdownTable, missingRow, parseOnly, textTable } from './bench/figures.mjs';
 import { idle } from './bench/idle.mjs';
 import { killAll, root } from './bench/procs.mjs';
@@ -39,13 +39,15 @@ const PARTS = {
   idle: { ids: ['rss10', 'rss24', 'growth', 'cpu'], about: `idle RSS and CPU (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => idle(quick ? { hours: 4, settleS: 10 } : {}) },
   state: { ids: ['state'], about: 'state-dir writes per heartbeat', run: () => stateDirWrites() },
   upload: { ids: ['upload'], about: `RSS while uploading (${quick ? 'about 1 min' : 'about 6 min'}: the unit's node flags, then bare node)`, run: () => uploadRss({ quick }) },
+  realtime: { ids: ['realtime', 'realtimeRss'], about: `real-time uploads against whole-file (${quick ? 'about 1 min' : 'about 3 min'})`, run: () => realtimeUploads({ quick }) },
   fleet: { ids: ['herd'], about: `fleet simulation (${quick ? 'seconds' : 'a few minutes'})`, run: () => fleetHerd(quick ? { fleet: 200, hours: 6 } : {}) },
 };
 // Table order, and what a row says when its part failed.
 const LABELS = {
   rss10: 'idle RSS after 10 heartbeats', rss24: 'idle RSS after 24 agent hours', growth: 'RSS growth over 24 agent hours', start: 'start to first heartbeat',
   bundle: 'bundle dist/c2c-agent.mjs', state: 'bytes written to the state dir per healthy heartbeat', cpu: 'CPU s per agent hour',
-  upload: 'RSS while uploading a 2 GiB sparse file', herd: 'thundering herd after a mass restart',
+  upload: 'RSS while uploading a 2 GiB sparse file',
+  realtime: 'stop to complete, a clip recorded at 20 MB/s over a 40 MB/s link', realtimeRss: 'RSS while a recording uploads in real time', herd: 'thundering herd after a mass restart',
 };
 const ORDER = Object.keys(LABELS);
 

@@ -77,5 +77,5 @@ export const PAIRING_TIMEOUT_MS = 600_000;
  * without a write is a recorder that died, not a pause, and the file is then
  * finished well within the asset's 24 h lifetime instead of left to expire.
  */
-export const REALTIME_LOOK_MS = 500;
+export const REALTIME_LOOK_MS = 250;
 export const REALTIME_STALL_MS = 30 * 60_000;

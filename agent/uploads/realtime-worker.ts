@@ -291,18 +291,25 @@ export class RealtimeWorker implements Worker {
     const last = Math.ceil(size / P);
     if (last > MAX_UPLOAD_PARTS) throw new HandBack(`it has more than the ${MAX_UPLOAD_PARTS} parts of ${P} bytes a real-time upload can have`);
     if (state.hashes.some((h, i) => h !== '' && h !== undefined && i + 1 >= last)) throw new HandBack(`it shrank below parts already sent (now ${size} bytes)`);
-    // The parts sent while it recorded, as the file holds them now: a rewritten one goes again.
-    // Part 1 is among them only when a run before this one had finished it already.
-    const buf = Buffer.allocUnsafe(256 * 1024);
-    const resend: number[] = [];
-    for (let n = 2; n < last; n++) {
-      const sent = state.hashes[n - 1];
-      if (!sent) resend.push(n);
-      else if ((await this.hashNow(fh, (n - 1) * P, P, buf)) !== sent) resend.push(n);
-    }
+    // Part 1 goes (unless a run before this one sent it as it is now) while the parts sent during the
+    // recording are hashed again from the file: a rewritten one goes again, under its number.
+    const sendFirst = async (): Promise<void> => {
+      if (last === 1) return;
+      if (state.hashes[0] && (await this.hashNow(fh, 0, P, Buffer.allocUnsafe(256 * 1024))) === state.hashes[0]) return;
+      await this.sendPart(id, p, state, fh, { number: 1, size: P }, size, signal);
+    };
+    const changed = async (): Promise<number[]> => {
+      const buf = Buffer.allocUnsafe(256 * 1024);
+      const out: number[] = [];
+      for (let n = 2; n < last; n++) {
+        const sent = state.hashes[n - 1];
+        if (!sent || (await this.hashNow(fh, (n - 1) * P, P, buf)) !== sent) out.push(n);
+      }
+      return out;
+    };
+    const [, resend] = await Promise.all([sendFirst(), changed()]);
     const rewritten = resend.filter((n) => state.hashes[n - 1]);
     if (rewritten.length > 0) this.d.logger?.info({ name: p.name, parts: rewritten }, 'real-time upload: parts rewritten since they were sent go again');
-    if (last > 1 && (!state.hashes[0] || (await this.hashNow(fh, 0, P, buf)) !== state.hashes[0])) resend.push(1);
     for (const n of resend) await this.sendPart(id, p, state, fh, { number: n, size: P }, size, signal);
     // Nothing may have changed since the finish began: the final part completes the asset.
     const now = await fh.stat();
