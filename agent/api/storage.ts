@@ -15,6 +15,7 @@ import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../li
 import { networkError, refuseInterim, refuseUpgrade } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
+import { dropIdleSockets, probeWhileWaiting } from './sockets.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
 
 export type { FileSlice };
@@ -266,11 +267,15 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
           const code = typeof e.cause?.code === 'string' ? e.cause.code : String(e.cause?.message ?? 'error');
           return fail(new AgentError('internal', oneLine(`${what}: reading the chunk failed (${code})`), { source: what }));
         }
+        dropIdleSockets([agents.http, agents.https]);
         fail(networkError(what, err, (typeof e.event === 'string' ? phases[e.event] : undefined) ?? inactivityMs));
       });
       // A 101 is no storage answer: without this, got would never settle the PUT.
       refuseUpgrade(stream, what, fail);
-      stream.once('request', (req: http.ClientRequest) => refuseInterim(req, what, fail));
+      stream.once('request', (req: http.ClientRequest) => {
+        probeWhileWaiting(req);
+        refuseInterim(req, what, fail);
+      });
       stream.once('response', (res: http.IncomingMessage & { headers: HeaderBag }) => {
         const status = res.statusCode ?? 0;
         const parts: Buffer[] = [];

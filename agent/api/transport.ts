@@ -16,6 +16,7 @@ import { errorForStatus, networkError, refuseInterim, refuseUpgrade, unexpectedA
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
+import { dropIdleSockets, probeWhileWaiting } from './sockets.js';
 
 export type { Wire, WireRequest, WireResponse } from './wire.js';
 
@@ -174,7 +175,8 @@ export function createTransport(options: TransportOptions): Transport {
       }
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
       const e = networkError(what, err, limitMs);
-      logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code }, 'http request failed');
+      const dropped = agents ? dropIdleSockets([agents.http, agents.https]) : 0;
+      logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code, droppedIdleSockets: dropped }, 'http request failed');
       throw e;
     }
     if (res.dropped !== undefined) {
@@ -229,6 +231,7 @@ export function createTransport(options: TransportOptions): Transport {
       call.cancel();
     };
     call.on('request', (req: http.ClientRequest) => {
+      probeWhileWaiting(req);
       // Ahead of got's own listener, which reports the first progress before returning.
       req.prependListener('response', (r: http.IncomingMessage) => (answer = r));
       refuseUpgrade(req, what, (refused) => stop({ refused }));

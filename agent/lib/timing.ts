@@ -79,3 +79,14 @@ export const PAIRING_TIMEOUT_MS = 600_000;
  */
 export const REALTIME_LOOK_MS = 250;
 export const REALTIME_STALL_MS = 30 * 60_000;
+
+/**
+ * TCP keepalive on every connection to the service and to storage, real
+ * seconds of the kernel's (the time scale does not reach it): after this long
+ * without a byte from the other end, the kernel probes once a second, ten
+ * times (libuv's fixed interval and count), and a path that has gone dead
+ * (an address that changed, a NAT mapping lost, a link that went away) fails
+ * the socket in about IDLE + 10 s, instead of the request's whole limit.
+ * A server that is only slow to answer still ACKs the probes.
+ */
+export const TCP_KEEPALIVE_IDLE_MS = 5_000;
