@@ -31,13 +31,16 @@
 //   agent-hour at scale 1). Start-up work (JIT, V8's memory reducer, which
 //   runs GCs for some 20 s after allocation calms down) must not count as
 //   idle: the CPU window opens --settle s after launch.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { agent, bareNode, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
 import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
 
 export const RSS_RATIO_GOAL = 1.3;
 export const GROWTH_GOAL_MIB = 2;
+/** What a UI attached to the local API may cost the idle daemon. */
+export const API_CLIENT_GOAL_MIB = 1;
 // Live-heap growth below this over the window is noise (a cache entry, a JIT tier), not a leak.
 const LEAK_NOISE_MIB = 0.5;
 
@@ -57,6 +60,26 @@ setInterval(() => {
 }, 2000).unref();
 `;
 
+/** Attaches one reader of GET /v1/events to the agent's local API once its socket appears; the lines are counted and dropped. */
+async function eventsClient(socketPath, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(socketPath)) {
+    if (Date.now() > deadline) throw new Error(`bench: no local API socket at ${socketPath}`);
+    await sleep(50);
+  }
+  const seen = { lines: 0, heartbeats: 0 };
+  const req = http.request({ socketPath, path: '/v1/events' }, (res) => {
+    res.setEncoding('utf8');
+    res.on('data', (chunk) => {
+      seen.lines += chunk.split('\n').length - 1;
+      seen.heartbeats += chunk.split('"type":"heartbeat"').length - 1;
+    });
+  });
+  req.on('error', () => undefined);
+  req.end();
+  return { seen, close: () => req.destroy() };
+}
+
 /** { rows, notes } for the idle part; `hours` agent hours of RSS sampling at `scale`. */
 export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const WATCHDOG_SEC = watchdogSec();
@@ -65,7 +88,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   writeFileSync(probe, GC_PROBE);
   writeFileSync(gcOut, '');
 
-  const [fast, slow, nFast, nSd] = await Promise.all([fakeCloud(scale, 2), fakeCloud(1, 2), notifySocket('fast'), notifySocket('sd')]);
+  const [fast, slow, nFast, nSd] = await Promise.all([fakeCloud(scale, 3), fakeCloud(1, 2), notifySocket('fast'), notifySocket('sd')]);
   const bare = bareNode();
   const launchedAt = Date.now();
   // As under systemd (STATUS= lines on every state change), no watchdog.
@@ -74,10 +97,16 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const aSlow = agent(slow, 1, 'slow');
   // Scale 1 with a 1 s watchdog: the price of one WATCHDOG=1 ping.
   const aSd = agent(slow, 1, 'sd', { env: { NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
+  // The same as aFast, with a UI attached to its local API: one events reader for the whole run.
+  const aApi = agent(fast, scale, 'api-client', { deviceIndex: 2, env: { NOTIFY_SOCKET: nFast.sock } });
+  const reader = await eventsClient(path.join(tmp, 'api-client', 'run', 'api.sock'));
 
   await waitHeartbeats(slow, 1, 20_000);
   await waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000);
   const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid) };
+  await waitHeartbeats(fast, 10, 20_000, 2);
+  at10.api = rssKiB(aApi.pid);
+  reader.close();
   const gcSkip = readFileSync(gcOut, 'utf8').split('\n').filter(Boolean).length;
 
   // The 24 agent hours, sampled every real second; the CPU window opens once start-up has settled.
@@ -129,6 +158,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const span = `${hours} agent hours`;
   const rows = [
     row('idle RSS after 10 heartbeats', { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
+    row('idle RSS after 10 heartbeats, local API with an events reader attached', { agent: `${fmt(at10.api / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the row above (socket served, no client)`, ratio: `${signed((at10.api - at10.agent) / 1024)} MiB`, goal: `<= +${API_CLIENT_GOAL_MIB} MiB`, pass: (at10.api - at10.agent) / 1024 <= API_CLIENT_GOAL_MIB }),
     row(`idle RSS after ${span}`, { agent: `${fmt(end.agent, 1)} MiB`, baseline: `${fmt(end.bare, 1)} MiB bare node`, ratio: end.agent / end.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: end.agent / end.bare <= RSS_RATIO_GOAL }),
     row(`RSS growth over ${span}`, { agent: `${signed(growth.agent)} MiB`, baseline: `${signed(growth.bare)} MiB bare node`, ratio: `${signed(growth.agent - growth.bare)} MiB`, goal: `< ${GROWTH_GOAL_MIB} MiB`, pass: growth.agent < GROWTH_GOAL_MIB }),
     row('CPU s per agent hour (camera, scale 1, with watchdog pings)', { agent: `${fmt(underSystemd, 3)} s`, baseline: `${fmt(barePerHour, 3)} s bare node per hour`, ratio: underSystemd / barePerHour, goal: 'none set' }),
@@ -139,6 +169,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
       ? `no leak: the live heap after a forced GC stays flat (${signed(liveGrowth)} MiB, ${fmt(liveEnd, 1)} MiB at the end), so RSS growth is garbage not yet collected or memory V8 and malloc keep, not objects kept alive`
       : `live heap grows ${signed(liveGrowth)} MiB (to ${fmt(liveEnd, 1)} MiB) even right after a forced GC: objects are kept alive (a leak, or a cache still filling)`;
   const notes = [
+    `Local API: an agent like the first, with one GET /v1/events reader attached from its start (it read ${reader.seen.lines} lines, ${reader.seen.heartbeats} of them heartbeats), measured at its own 10th heartbeat.`,
     `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
     `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
     `CPU: window ${fmt(realS, 1)} s real from ${settleS} s after launch = ${fmt(agentHours, 2)} agent hours at scale ${scale}: ${hb} heartbeats (${fmt(hbPerHour, 1)}/agent hour), ` +
