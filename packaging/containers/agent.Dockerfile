@@ -16,7 +16,8 @@ COPY packaging/config.json /etc/c2c-agent/config.json
 # container restart (the last heartbeat time it holds keeps the 60 s rule).
 RUN groupadd --system c2c-agent \
  && useradd --system --gid c2c-agent --home-dir /var/lib/c2c-agent --no-create-home --shell /usr/sbin/nologin c2c-agent \
- && install -d -m 0700 -o c2c-agent -g c2c-agent /var/lib/c2c-agent /run/c2c-agent \
+ && install -d -m 0700 -o c2c-agent -g c2c-agent /var/lib/c2c-agent \
+ && install -d -m 0750 -o c2c-agent -g c2c-agent /run/c2c-agent \
  && chmod 0755 /usr/local/bin/c2c-agent \
  && chmod -R a+rX /opt/c2c-agent /etc/c2c-agent
 

@@ -70,7 +70,8 @@ describe('systemd/c2c-agent.service', () => {
     expect(one('StateDirectory')).toBe('c2c-agent');
     expect(one('StateDirectoryMode')).toBe('0700');
     expect(one('RuntimeDirectory')).toBe('c2c-agent');
-    expect(one('RuntimeDirectoryMode')).toBe('0700');
+    // The group may reach the local API's socket (docs/local-api.md, "Who may connect").
+    expect(one('RuntimeDirectoryMode')).toBe('0750');
     expect(one('RuntimeDirectoryPreserve')).toBe('yes');
     expect(one('ProtectSystem')).toBe('strict');
     expect(one('NoNewPrivileges')).toBe('yes');
