@@ -1,7 +1,7 @@
 // The fake cloud as a child process (dist/fake-cloud.mjs) and the admin
 // calls the story makes: faults, the outage, the person's revoke, and the
 // service's side of every figure in the report (journal, referee, assets).
-import { spawn } from 'node:child_process';
+import { spawnTracked } from './children.mjs';
 import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 
@@ -19,10 +19,8 @@ export class SimCloud {
   async start() {
     const secret = `sim-${randomBytes(12).toString('hex')}`;
     const args = ['--port', '0', '--devices', '0', '--time-scale', String(this.timeScale), '--auto-approve', String(this.autoApproveSeconds), '--client-secret', secret];
-    // Its own process group: a Ctrl-C at the terminal stops the simulator, which still needs the fake for its report.
-    this.child = spawn(process.execPath, [this.bundle, ...args], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
-    const child = this.child;
-    process.once('exit', () => child.kill('SIGKILL'));
+    // Its own process group: a Ctrl-C at the terminal stops the simulator, which still needs the fake for its report (children.mjs ends it).
+    this.child = spawnTracked(process.execPath, [this.bundle, ...args], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     const info = await new Promise((resolve, reject) => {
       const rl = readline.createInterface({ input: this.child.stdout });
       rl.once('line', (line) => {

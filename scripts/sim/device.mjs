@@ -2,11 +2,11 @@
 // media dir (where the camera writes clips) and fake hardware tree under
 // --host-root, and the real agent from the bundle run against them: `pair`,
 // `check --json`, `run`, `queue --json`, exactly as an installer would.
-import { spawn, execFile } from 'node:child_process';
 import { createCipheriv, createHash } from 'node:crypto';
 import { createWriteStream, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { execFileTracked, spawnTracked } from './children.mjs';
 
 /** The firmware profile cam-4k (firmware 2.x) has two channels: the sensor at dev/video0 and the proxy stream at dev/video1. */
 export const FIRMWARE_VERSION = '2.1.0';
@@ -66,7 +66,7 @@ export class SimDevice {
 
   /** `c2c-agent pair`: its screen on this terminal when `inherit`, else each plain line to `onLine`. Resolves to the exit code. */
   pair({ inherit, onLine }) {
-    const child = spawn(process.execPath, [this.bundle, 'pair', '--timeout', '300'], {
+    const child = spawnTracked(process.execPath, [this.bundle, 'pair', '--timeout', '300'], {
       env: this.env,
       stdio: inherit ? ['ignore', 'inherit', 'inherit'] : ['ignore', 'pipe', 'pipe'],
     });
@@ -95,7 +95,7 @@ export class SimDevice {
 
   command(args) {
     return new Promise((resolve) => {
-      execFile(process.execPath, [this.bundle, ...args], { env: this.env, encoding: 'utf8', maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
+      execFileTracked(process.execPath, [this.bundle, ...args], { env: this.env, encoding: 'utf8', maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
         let json;
         try {
           json = JSON.parse(stdout);
@@ -110,9 +110,8 @@ export class SimDevice {
   /** `c2c-agent run`: its log goes to agent.log; each state change to `onTransition({ from, to, reason })`. */
   start(onTransition) {
     const log = createWriteStream(this.logFile, { flags: 'a' });
-    // Its own process group: a Ctrl-C at the terminal ends the story, and the simulator stops the agents itself.
-    const child = spawn(process.execPath, [this.bundle, 'run'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    process.once('exit', () => child.kill('SIGKILL'));
+    // Its own process group: a Ctrl-C at the terminal ends the story, and the simulator stops the agents itself (children.mjs).
+    const child = spawnTracked(process.execPath, [this.bundle, 'run'], { env: this.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child.stderr.pipe(log, { end: false });
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       log.write(`${line}\n`);

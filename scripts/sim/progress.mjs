@@ -23,12 +23,13 @@ export class Progress {
     this.blockRows = 0;
     this.header = '';
     this.rows = [];
+    this.closed = false;
   }
 
   /** A line that stays: a story event, a state change, a heartbeat (plain mode), a pairing line. */
   line(t, text) {
     const stamped = t === undefined ? `[sim] ${text}` : `[sim ${clock(t)}] ${text}`;
-    if (!this.tty) return void this.out.write(`${stamped}\n`);
+    if (!this.tty || this.closed) return void this.out.write(`${stamped}\n`);
     this.out.write(`${this.clearBlock()}${stamped}\n${this.block()}`);
   }
 
@@ -45,6 +46,7 @@ export class Progress {
     const bar = this.totalMs > 0 ? progressBar(Math.min(1, t / this.totalMs), 20) : '';
     this.header = `agent time ${clock(t)} of ${clock(this.totalMs)} ${bar}  network ${network}`;
     this.rows = rows.map(deviceRow);
+    if (this.closed) return;
     if (this.tty) this.out.write(`${this.clearBlock()}${this.block()}`);
     else if (plainStatus) for (const r of this.rows) this.line(t, `status ${r}`);
   }
@@ -64,9 +66,14 @@ export class Progress {
     return `${lines.join('\n')}\n`;
   }
 
-  /** The block is left as it was last drawn; what follows is printed under it. */
+  /**
+   * The block is left as it was last drawn, and never drawn again: what
+   * follows (the agents' last state changes, the report) is printed under it
+   * as plain lines, and no cursor movement reaches back over them.
+   */
   close() {
     this.blockRows = 0;
+    this.closed = true;
   }
 }
 

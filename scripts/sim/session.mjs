@@ -42,17 +42,22 @@ export async function runSession(o, { bundles }) {
     const { storyMs, stoppedEarly } = await play(s);
     const drained = stoppedEarly ? false : await settle(s, storyMs);
     await poller.stop();
+    // From here on only plain lines: nothing redraws the block or moves the cursor over the report.
     progress.close();
     const exitCodes = await Promise.all(devices.map((d) => d.stop()));
     const facts = await gather({ cloud, devices, exitCodes });
     const report = render(facts, monitor, { storyMs, drained, stoppedEarly, wallMs: performance.now() - wallStart });
-    process.stdout.write(`${report.lines.join('\n')}\n`);
+    // Said before the report, so that its verdict is the last line on the screen.
     if (o.keep || !report.ok) say(`kept ${work}: each camera's agent.log, state, runtime and media dirs (cam1/, cam2/, ...)`);
     else rmSync(work, { recursive: true, force: true });
+    process.stdout.write(`${report.lines.join('\n')}\n`);
     return report.ok ? 0 : 1;
   } catch (err) {
-    process.stderr.write(`simulate: ${err.message}\n`);
+    progress.close();
     say(`kept ${work} for a look (each camera's agent.log)`);
+    // The verdict, last: the run could not be judged.
+    process.stdout.write(`\nFAILED: ${err.message}\n`);
+    process.stderr.write(`simulate: ${err.message}\n`);
     return 1;
   } finally {
     cancel.dispose();
@@ -61,23 +66,29 @@ export async function runSession(o, { bundles }) {
   }
 }
 
-/** Ctrl-C or SIGTERM ends the story (the report still comes); a second one quits at once. */
+/** The signals that end the story, and the exit code a second one quits with at once (128 + its number). */
+const ENDING_SIGNALS = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+
+/**
+ * Ctrl-C, SIGTERM or SIGHUP (the terminal closed) ends the story: the agents
+ * are stopped and the cloud closed as after a full story, and the report
+ * still comes; a second one quits at once (children.mjs kills what is left).
+ */
 function cancellation() {
   const ac = new AbortController();
   const onSignal = (sig) => {
-    if (ac.signal.aborted) process.exit(sig === 'SIGINT' ? 130 : 143);
+    if (ac.signal.aborted) process.exit(ENDING_SIGNALS[sig]);
     ac.abort(new Error(`stopped by ${sig}`));
   };
-  // A reader that went away (`| head`): end the story as if stopped, and write nothing more there.
-  const onStdoutError = () => ac.abort(new Error('stopped: stdout closed'));
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  process.stdout.on('error', onStdoutError);
+  // A reader that went away (`| head`, a closed terminal): end the story as if stopped, and write nothing more there.
+  const onOutputError = () => ac.abort(new Error('stopped: output closed'));
+  for (const sig of Object.keys(ENDING_SIGNALS)) process.on(sig, onSignal);
+  process.stdout.on('error', onOutputError);
+  process.stderr.on('error', onOutputError);
   return {
     signal: ac.signal,
     dispose() {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      for (const sig of Object.keys(ENDING_SIGNALS)) process.off(sig, onSignal);
     },
   };
 }

@@ -4,7 +4,7 @@
 // same run, and the herd figure after each power cut must be computed.
 import { describe, expect, it } from '@jest/globals';
 import { runFleet } from './fleet.js';
-import { buildReport, HERD_SPAN_S, HERD_WINDOW_S, type FleetReport } from './report.js';
+import { buildReport, formatReport, HERD_SPAN_S, HERD_WINDOW_S, type FleetReport } from './report.js';
 
 const options = { units: 20, hours: 6, seed: 7, faults: 'heavy' as const };
 
@@ -55,5 +55,13 @@ describe('fleet in virtual time', () => {
     const inWindow = all.filter((t) => t >= (cut.peakAtS - HERD_WINDOW_S + 1) * 1000 && t < (cut.peakAtS + 1) * 1000).length;
     expect(cut.peakPerS).toBeCloseTo(inWindow / HERD_WINDOW_S, 2);
     expect(cut.peakOverMean).toBeCloseTo(inWindow / HERD_WINDOW_S / mean, 1);
+  });
+
+  it('ends its report with one verdict line, OK only when every invariant held', async () => {
+    const report = buildReport(await runFleet({ units: 5, hours: 1, seed: 3, faults: 'light' }));
+    expect(report.ok).toBe(true);
+    expect(formatReport(report).split('\n').at(-1)).toBe('OK: every invariant held (no spacing violation at the referee, every unit still paired)');
+    const broken = { ...report, violations: { tooSoon: 2, tooLate: 0, missingVersion: 1, total: 3 }, needsPairingAtEnd: 1 };
+    expect(formatReport(broken).split('\n').at(-1)).toBe('FAILED: 3 spacing violations at the referee; 1 unit needing pairing at the end');
   });
 });

@@ -1,6 +1,7 @@
 // node dist/fleet.mjs --fleet N --hours H [--seed S] [--faults light|heavy] [--json]
 // A fleet of agents in virtual time (see fleet.ts). Exit 0 only when the
-// invariants held (no violation at the referee, every unit still paired);
+// invariants held (no violation at the referee, every unit still paired),
+// which the last line says (OK or FAILED);
 // the herd figure is reported, not judged. Bad options: one line, exit 64.
 import { parseArgs } from 'node:util';
 import { EXIT } from '../../agent/lib/errors.js';
@@ -49,9 +50,11 @@ Error.stackTraceLimit = 0;
 try {
   const report = buildReport(await runFleet({ units, hours, seed, faults }));
   process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${formatReport(report)}\n`);
-  // The invariants: no violation at the referee, and no unit lost its authorization (no fault here revokes one).
-  process.exitCode = report.violations.total === 0 && report.needsPairingAtEnd === 0 ? 0 : 1;
+  // The verdict (report.ts): the last line printed, and the exit code.
+  process.exitCode = report.ok ? 0 : 1;
 } catch (err) {
   process.stderr.write(`fleet: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A crash is a verdict too, and still the last line a person sees.
+  if (!values.json) process.stdout.write(`FAILED: the fleet run crashed (${err instanceof Error ? err.message : String(err)})\n`);
   process.exitCode = EXIT.internal;
 }

@@ -49,6 +49,8 @@ export interface FleetReport {
   plan: { outages: number; cloudFaults: number; powerCuts: number; restarts: number; networkLosses: number; clockSteps: number };
   timersFired: number;
   wallSeconds: number;
+  /** The verdict: true only when every invariant held (see fleetVerdict). */
+  ok: boolean;
 }
 
 export const HERD_DEFINITION = `heartbeat arrivals at the service per second, averaged over a trailing ${HERD_WINDOW_S} s window; the peak in the ${HERD_SPAN_S / 60} minutes after the power cut divided by the run's mean arrival rate`;
@@ -91,6 +93,26 @@ export function herdFigures(run: FleetRun): { mean: number; herd: HerdFigure[] }
 
 const round = (x: number): number => Math.round(x * 100) / 100;
 
+/**
+ * The fleet's invariants, each broken one named: no violation at the referee,
+ * and no unit lost its authorization (no fault in the plan revokes one). The
+ * herd figure is reported, not judged.
+ */
+export function brokenInvariants(r: Pick<FleetReport, 'violations' | 'needsPairingAtEnd'>): string[] {
+  const broken: string[] = [];
+  if (r.violations.total > 0) broken.push(`${r.violations.total} spacing violation${r.violations.total === 1 ? '' : 's'} at the referee`);
+  if (r.needsPairingAtEnd > 0) broken.push(`${r.needsPairingAtEnd} unit${r.needsPairingAtEnd === 1 ? '' : 's'} needing pairing at the end`);
+  return broken;
+}
+
+/** The last line of the human report: one OK or FAILED, as the simulator's story ends. */
+export function verdictLine(r: Pick<FleetReport, 'violations' | 'needsPairingAtEnd'>): string {
+  const broken = brokenInvariants(r);
+  return broken.length === 0
+    ? 'OK: every invariant held (no spacing violation at the referee, every unit still paired)'
+    : `FAILED: ${broken.join('; ')}`;
+}
+
 export function buildReport(run: FleetRun): FleetReport {
   const sum = (f: (r: FleetRun['referee'][number]) => number): number => run.referee.reduce((a, r) => a + f(r), 0);
   const tooSoon = sum((r) => r.tooSoon);
@@ -109,6 +131,8 @@ export function buildReport(run: FleetRun): FleetReport {
     running += d.runningMs;
   }
   const { mean, herd } = herdFigures(run);
+  const violations = { tooSoon, tooLate, missingVersion, total: tooSoon + tooLate + missingVersion };
+  const needsPairingAtEnd = run.devices.filter((d) => d.currentState === 'needs-pairing').length;
   const events = (k: string): number => run.plan.unitEvents.filter((e) => e.kind === k).length;
   return {
     units: run.options.units,
@@ -118,11 +142,11 @@ export function buildReport(run: FleetRun): FleetReport {
     agentHours: round(running / 3_600_000),
     heartbeats: sum((r) => r.heartbeats),
     successfulHeartbeats: sum((r) => r.successfulHeartbeats),
-    violations: { tooSoon, tooLate, missingVersion, total: tooSoon + tooLate + missingVersion },
+    violations,
     refreshes,
     requests,
     onlinePercent: running > 0 ? round((100 * online) / running) : 0,
-    needsPairingAtEnd: run.devices.filter((d) => d.currentState === 'needs-pairing').length,
+    needsPairingAtEnd,
     meanHeartbeatsPerS: round(mean),
     herd,
     herdDefinition: HERD_DEFINITION,
@@ -136,6 +160,7 @@ export function buildReport(run: FleetRun): FleetReport {
     },
     timersFired: run.timersFired,
     wallSeconds: round(run.wallMs / 1000),
+    ok: brokenInvariants({ violations, needsPairingAtEnd }).length === 0,
   };
 }
 
@@ -156,6 +181,7 @@ export function formatReport(r: FleetReport): string {
   }
   lines.push(`herd figure: ${r.herdDefinition}`);
   lines.push(`wall time: ${r.wallSeconds} s (${n(r.timersFired)} timers fired)`);
+  lines.push('', verdictLine(r));
   return lines.join('\n');
 }
 

@@ -74,6 +74,13 @@ describe('npm run simulate', () => {
     expect(stderr).toMatch(/^simulate: --faults "extreme": must be light or heavy; usage: /);
   });
 
+  it('--fleet ends with one OK line and exit 0 when every invariant held', async () => {
+    const { code, stdout } = await simulate(['--fleet', '5', '--hours', '1', '--seed', '2']);
+    expect(stdout.trimEnd().split('\n').at(-1)).toMatch(/^OK: every invariant held/);
+    expect(stdout.match(/^(OK|FAILED):/gm)).toHaveLength(1);
+    expect(code).toBe(0);
+  });
+
   describe('--fleet', () => {
     // A copy of the simulator next to its own dist/, so the fleet there is a stand-in that shows what it was given.
     let root: string;
