@@ -14,8 +14,7 @@ import { readQueueOf } from '../outbox/reader.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
-import { UPLOAD_KIND, uploadView, type UploadView } from '../uploads/upload-item.js';
-import { REALTIME_KIND, realtimeView } from '../uploads/realtime-item.js';
+import { isUploadKind, uploadView, type UploadView } from '../uploads/upload-item.js';
 import { SKIPPED_LIST_MAX } from '../uploads/media-watcher.js';
 import { formatBytes, oneLine, quote } from '../lib/text.js';
 
@@ -35,7 +34,7 @@ const DONE_LIST_MAX = 10;
  */
 export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
   const open = items.filter((i) => i.state === 'pending' || i.state === 'dead').slice(0, LIST_MAX);
-  const done = items.filter((i) => (i.kind === UPLOAD_KIND || i.kind === REALTIME_KIND) && i.state === 'done').slice(-DONE_LIST_MAX);
+  const done = items.filter((i) => isUploadKind(i.kind) && i.state === 'done').slice(-DONE_LIST_MAX);
   return [...open, ...done];
 }
 
@@ -68,7 +67,7 @@ export function shown(item: OutboxItem, view: DaemonQueueView | undefined): Show
   // The daemon's view is rewritten at most once a second: an item the disk already shows ended is not in flight.
   const running = item.state === 'pending' && (view?.inFlight.includes(item.id) ?? false);
   const attempts = view?.attempts[item.id];
-  const upload = uploadView(item, running) ?? realtimeView(item, running);
+  const upload = uploadView(item, running);
   return {
     id: item.id,
     kind: item.kind,

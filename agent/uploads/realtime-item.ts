@@ -15,7 +15,6 @@
 // 78 GiB, far beyond a take; a longer one is handed back to a whole-file
 // upload.
 import type { OutboxItem } from '../outbox/types.js';
-import { PAUSED_REFUSED, type UploadState, type UploadView } from './upload-item.js';
 
 export const REALTIME_KIND = 'realtime-upload';
 export const REALTIME_PART_BYTES = 8 * 1024 * 1024;
@@ -83,14 +82,5 @@ export function realtimeBytesTotal(item: OutboxItem): number {
   return prog.final?.size ?? Math.max(prog.seen, realtimeBytesDone(item));
 }
 
-/** A real-time item as `queue` lists it (the upload view, marked real-time); undefined for another kind. */
-export function realtimeView(item: OutboxItem, inFlight: boolean): UploadView | undefined {
-  if (item.kind !== REALTIME_KIND) return undefined;
-  const p = item.payload as RealtimePayload;
-  const state: UploadState =
-    item.state === 'pending' ? (inFlight ? 'uploading' : 'queued')
-    : item.state === 'dead' ? (item.reason?.startsWith(PAUSED_REFUSED) ? 'paused-refused' : 'dead-lettered')
-    : item.state;
-  const done = realtimeProgressOf(item.progress)?.final !== undefined || item.state === 'done';
-  return { name: p.name, path: p.path, bytesDone: realtimeBytesDone(item), bytesTotal: realtimeBytesTotal(item), state, realtime: done ? 'finished' : 'recording' };
-}
+/** Whether its final part went (the upload view's `realtime`). */
+export const realtimeFinished = (item: OutboxItem): boolean => item.state === 'done' || realtimeProgressOf(item.progress)?.final !== undefined;

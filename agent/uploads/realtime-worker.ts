@@ -137,6 +137,8 @@ export class RealtimeWorker implements Worker {
     try {
       return await this.upload(item, p, prog, fh, signal);
     } catch (err) {
+      // Stopped from outside (the daemon stopping, a cancel): whatever the stop broke is not the upload's fault.
+      if (signal.aborted) return { result: 'retry', error: new AgentError('timeout', `the real-time upload of ${quote(p.name)} was stopped; it goes on at the next attempt`) };
       if (err instanceof Stop) return err.outcome;
       if (err instanceof HandBack) return this.handBack(p, prog, err.message);
       if (err instanceof AgentError && err.kind === 'paused') {

@@ -9,6 +9,7 @@
 // parsed, copied and written).
 import { MAX_UPLOAD_PARTS } from '../api/assets.js';
 import { CANCELLED, type OutboxItem } from '../outbox/types.js';
+import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, realtimeFinished, type RealtimePayload } from './realtime-item.js';
 import type { FileIdentity } from './uploaded-index.js';
 
 export type { FileIdentity };
@@ -119,14 +120,21 @@ export function bytesDone(item: OutboxItem): number {
   return Math.min(p.size, n);
 }
 
-/** An upload item as `queue` lists it; undefined for another kind. */
+/** Uploads of both kinds: a finished file (`upload`) and a clip uploaded while it is recorded (`realtime-upload`). */
+export const isUploadKind = (kind: string): boolean => kind === UPLOAD_KIND || kind === REALTIME_KIND;
+
+/** An upload item (either kind) as `queue` and the local API list it; undefined for another kind. */
 export function uploadView(item: OutboxItem, inFlight: boolean): UploadView | undefined {
-  if (item.kind !== UPLOAD_KIND) return undefined;
-  const p = item.payload as UploadPayload;
+  if (!isUploadKind(item.kind)) return undefined;
   const state: UploadState =
     item.state === 'pending' ? (inFlight ? 'uploading' : 'queued')
     : item.state === 'dead' ? (item.reason?.startsWith(PAUSED_REFUSED) ? 'paused-refused' : item.reason?.startsWith(CANCELLED) ? 'cancelled' : 'dead-lettered')
     : item.state;
+  if (item.kind === REALTIME_KIND) {
+    const r = item.payload as RealtimePayload;
+    return { name: r.name, path: r.path, bytesDone: realtimeBytesDone(item), bytesTotal: realtimeBytesTotal(item), state, realtime: realtimeFinished(item) ? 'finished' : 'recording' };
+  }
+  const p = item.payload as UploadPayload;
   return { name: p.name, path: p.path, bytesDone: bytesDone(item), bytesTotal: p.size, state };
 }
 

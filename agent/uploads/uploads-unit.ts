@@ -20,7 +20,7 @@ import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections, UploadsSection } from '../core/status-document.js';
 import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
-import { UPLOAD_KIND, bytesDone, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
+import { PAUSED_REFUSED, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
 import type { SkippedView } from './media-watcher.js';
 import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, sameRecording, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
@@ -223,14 +223,15 @@ export class UploadsUnit implements DaemonUnit {
    * across restarts (the index is what outlives the queue's records).
    */
   async cancel(id: string): Promise<CancelResult> {
-    const item = this.d.outbox.items().find((i) => i.id === id && i.kind === UPLOAD_KIND);
+    const item = this.d.outbox.items().find((i) => i.id === id && isUploadKind(i.kind));
     if (item === undefined) return 'not-found';
     if (item.state === 'done') return 'done';
     if (item.state !== 'pending') return 'ended';
     if (!(await this.d.outbox.cancel(id, 'through the local API'))) return 'ended';
     const p = item.payload as UploadPayload;
     this.held.delete(p.path);
-    await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
+    // A recording has no finished identity yet: its cancelled item is what keeps it from being queued again (recordingTaken).
+    if (item.kind === UPLOAD_KIND) await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
     this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
     this.d.bus.emit('statusChanged', {});
     return 'cancelled';
@@ -239,13 +240,13 @@ export class UploadsUnit implements DaemonUnit {
   /** Cancels every upload not yet done; the ids cancelled. */
   async cancelAll(): Promise<string[]> {
     const out: string[] = [];
-    for (const item of this.d.outbox.pending(UPLOAD_KIND)) if ((await this.cancel(item.id)) === 'cancelled') out.push(item.id);
+    for (const item of this.d.outbox.pending().filter((i) => isUploadKind(i.kind))) if ((await this.cancel(item.id)) === 'cancelled') out.push(item.id);
     return out;
   }
 
   /** Raises (high) or lowers an upload's place in the queue; false for an upload not waiting or running. */
   async setPriority(id: string, high: boolean): Promise<'ok' | 'not-found' | 'ended'> {
-    const item = this.d.outbox.items().find((i) => i.id === id && i.kind === UPLOAD_KIND);
+    const item = this.d.outbox.items().find((i) => i.id === id && isUploadKind(i.kind));
     if (item === undefined) return 'not-found';
     if (item.state !== 'pending' || !(await this.d.outbox.setUrgent(id, high))) return 'ended';
     this.d.bus.emit('statusChanged', {});
@@ -301,8 +302,8 @@ export class UploadsUnit implements DaemonUnit {
     // Before the outbox is replayed, pending() does not yet show what a previous run queued.
     if (!(await this.d.outbox.ready())) return;
     if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
-    // The finished file of a recording uploading in real time: that upload finishes it.
-    if (this.d.outbox.pending(REALTIME_KIND).some((i) => sameRecording(i.payload as RealtimePayload, { ...p, finalPath: p.path }))) return;
+    // The finished file of a recording uploading in real time (that upload finishes it), or of one cancelled or refused.
+    if (this.recordingTaken({ ...p, finalPath: p.path })) return;
     try {
       await this.d.outbox.put(UPLOAD_KIND, p);
       this.d.logger?.info({ name: p.name, bytes: p.size, channel: p.channelKey }, 'upload queued');
@@ -312,9 +313,24 @@ export class UploadsUnit implements DaemonUnit {
     }
   }
 
+  /**
+   * A real-time item stands for this recording: one uploading it, or one
+   * cancelled or refused by the paused service (never offered again while the
+   * queue remembers it). One that ended otherwise (the file shrank, it outgrew
+   * the parts) handed the file back to go whole, which must not be stopped here.
+   */
+  private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>): boolean {
+    return this.d.outbox.items().some(
+      (i) =>
+        i.kind === REALTIME_KIND &&
+        sameRecording(i.payload as RealtimePayload, p) &&
+        (i.state === 'pending' || (i.state === 'dead' && (i.reason?.startsWith(CANCELLED) === true || i.reason?.startsWith(PAUSED_REFUSED) === true))),
+    );
+  }
+
   private async queueRecording(p: RealtimePayload): Promise<void> {
     if (!(await this.d.outbox.ready())) return;
-    if (this.d.outbox.pending(REALTIME_KIND).some((i) => sameRecording(i.payload as RealtimePayload, p))) return;
+    if (this.recordingTaken(p)) return;
     try {
       await this.d.outbox.put(REALTIME_KIND, p);
       this.d.logger?.info({ name: p.name, path: p.path, channel: p.channelKey }, 'real-time upload queued: the clip is still being written');

@@ -1,0 +1,113 @@
+// UploadsUnit with real-time uploads: a clip still being written
+// (mediaFileGrowing) becomes one realtime-upload item per recording; the
+// finished file it becomes (same inode, its finished name) is not queued as a
+// whole while that item runs, nor after it was cancelled or refused by the
+// paused service; after a hand-back (the item ended otherwise) it is. Cancel
+// and priority take a realtime item like an upload; status counts it.
+import { describe, it, expect, afterEach } from '@jest/globals';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { EventBus } from '../../agent/core/event-bus.js';
+import { CANCELLED, type OutboxItem } from '../../agent/outbox/types.js';
+import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
+import { REALTIME_KIND, type RealtimePayload } from '../../agent/uploads/realtime-item.js';
+import { PAUSED_REFUSED, UPLOAD_KIND, uploadView, type UploadPayload } from '../../agent/uploads/upload-item.js';
+import { FakeClock } from '../support/fake-clock.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function rig() {
+  const queueDir = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-'));
+  dirs.push(queueDir);
+  const items: OutboxItem[] = [];
+  const cancelled: string[] = [];
+  const bus = new EventBus();
+  const unit = new UploadsUnit({
+    index: { load: async () => undefined, has: () => false, add: async () => undefined },
+    outbox: {
+      items: () => items,
+      cancel: async (id: string) => {
+        const i = items.find((x) => x.id === id);
+        if (i?.state !== 'pending') return false;
+        i.state = 'dead';
+        i.reason = `${CANCELLED}: through the local API`;
+        cancelled.push(id);
+        return true;
+      },
+      setUrgent: async (id: string, urgent: boolean) => {
+        const i = items.find((x) => x.id === id);
+        if (i) i.urgent = urgent;
+        return i !== undefined;
+      },
+      ready: async () => true,
+      put: async (kind: string, payload: unknown) => {
+        const item = { id: `b:${items.length + 1}`, kind, payload, priority: 0, createdAt: '', bytes: 0, state: 'pending' } as OutboxItem;
+        items.push(item);
+        return item;
+      },
+      pending: (kind?: string) => items.filter((i) => i.state === 'pending' && (kind === undefined || i.kind === kind)),
+    },
+    queueDir,
+    settleMs: 10_000,
+    clock: new FakeClock(),
+    bus,
+    recordings: () => [{ name: 'take.mov', bytesOnDisk: 100, bytesSent: 0, idleSeconds: 0, finishedInSeconds: 1800 }],
+  });
+  return { items, cancelled, bus, unit };
+}
+
+const growing: RealtimePayload & { size: number } = { path: '/media/take.mov.part', finalPath: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', size: 100, mtimeMs: 1, ino: 42, dev: 1 };
+const finished: UploadPayload = { path: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', size: 5000, mtimeMs: 9, ino: 42, dev: 1 };
+const settle = () => new Promise((r) => setTimeout(r, 5));
+
+describe('UploadsUnit: real-time uploads', () => {
+  it('one item per recording; the finished file is not queued again while it runs; listed as a recording; counted in status', async () => {
+    const { items, bus, unit } = rig();
+    unit.start();
+    await settle();
+    bus.emit('mediaFileGrowing', { file: growing });
+    bus.emit('mediaFileGrowing', { file: { ...growing, size: 200 } });
+    await settle();
+    expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND]);
+    bus.emit('mediaFileReady', { file: finished });
+    await settle();
+    expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND]);
+    expect(uploadView(items[0]!, true)).toMatchObject({ name: 'take.mov', state: 'uploading', realtime: 'recording' });
+    expect(unit.report().uploads).toMatchObject({ files: 1, recording: [{ name: 'take.mov' }] });
+    await unit.stop();
+  });
+
+  it('cancel and priority take a realtime item; a cancelled or paused-refused recording is not queued again, a handed-back one is', async () => {
+    const { items, cancelled, bus, unit } = rig();
+    unit.start();
+    await settle();
+    bus.emit('mediaFileGrowing', { file: growing });
+    await settle();
+    const id = items[0]!.id;
+    expect(await unit.setPriority(id, true)).toBe('ok');
+    expect(items[0]!.urgent).toBe(true);
+    expect(await unit.cancel(id)).toBe('cancelled');
+    expect(cancelled).toEqual([id]);
+    bus.emit('mediaFileGrowing', { file: growing });
+    bus.emit('mediaFileReady', { file: finished });
+    await settle();
+    expect(items).toHaveLength(1);
+
+    // Refused by the paused service: the same.
+    items[0]!.reason = `${PAUSED_REFUSED}: 409`;
+    bus.emit('mediaFileReady', { file: finished });
+    await settle();
+    expect(items).toHaveLength(1);
+
+    // Ended otherwise (handed back to go whole): the finished file is queued as an upload.
+    items[0]!.reason = 'the recording shrank below parts already sent: not uploaded in real time; it goes as a whole file once finished';
+    bus.emit('mediaFileReady', { file: finished });
+    await settle();
+    expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND, UPLOAD_KIND]);
+    await unit.stop();
+  });
+});
