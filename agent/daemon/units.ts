@@ -46,7 +46,7 @@ import { registerUploadHandlers } from '../localapi/upload-handlers.js';
 import { registerPrefsHandlers } from '../localapi/prefs-handlers.js';
 import { PrefsStore } from '../localapi/prefs-store.js';
 import { NetworkUnit } from '../network/network-unit.js';
-import { uploadRows } from '../uploads/upload-item.js';
+import { uploadRows } from '../uploads/upload-rows.js';
 
 export interface UnitsInput {
   settings: Settings;

@@ -15,7 +15,7 @@ import type { EventBus } from '../core/event-bus.js';
 import type { DaemonSnapshot } from '../core/state.js';
 import type { StatusDocument } from '../core/status-document.js';
 import type { DaemonUnit } from '../core/unit.js';
-import type { UploadRow } from '../uploads/upload-item.js';
+import type { UploadRow } from '../uploads/upload-rows.js';
 import type { StreamSink } from './handlers.js';
 
 export interface EventsHubDeps {

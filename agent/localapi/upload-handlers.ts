@@ -2,7 +2,7 @@
 // a priority), cancel one or all, change one's priority. The checks on a
 // path are upload-paths.ts's; the queue's rules (one file, one upload; a
 // cancelled file never again) are UploadsUnit's.
-import type { UploadRow } from '../uploads/upload-item.js';
+import type { UploadRow } from '../uploads/upload-rows.js';
 import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js';
 import type { UploadsUnit } from '../uploads/uploads-unit.js';
 import type { UploadPayload } from '../uploads/upload-item.js';

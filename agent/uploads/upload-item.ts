@@ -137,21 +137,3 @@ export function uploadView(item: OutboxItem, inFlight: boolean): UploadView | un
   const p = item.payload as UploadPayload;
   return { name: p.name, path: p.path, bytesDone: bytesDone(item), bytesTotal: p.size, state };
 }
-
-/** An upload as the local API lists it (GET /v1/uploads, `upload` lines on GET /v1/events). */
-export interface UploadRow extends UploadView {
-  id: string;
-  priority: 'high' | 'normal';
-  reason?: string;
-}
-
-/** The upload items among `items` as rows, in queue order; `inFlight` holds the ids running now. */
-export function uploadRows(items: OutboxItem[], inFlight: ReadonlySet<string>): UploadRow[] {
-  const rows: UploadRow[] = [];
-  for (const item of items) {
-    const view = uploadView(item, inFlight.has(item.id));
-    if (view === undefined) continue;
-    rows.push({ id: item.id, ...view, priority: item.urgent === true ? 'high' : 'normal', ...(item.reason !== undefined && { reason: item.reason }) });
-  }
-  return rows;
-}

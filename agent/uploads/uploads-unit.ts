@@ -303,7 +303,13 @@ export class UploadsUnit implements DaemonUnit {
     if (!(await this.d.outbox.ready())) return;
     if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
     // The finished file of a recording uploading in real time (that upload finishes it), or of one cancelled or refused.
-    if (this.recordingTaken({ ...p, finalPath: p.path })) return;
+    if (this.recordingTaken({ ...p, finalPath: p.path })) {
+      // A cancelled recording's finished file goes into the index: the queue forgets the cancel once it reclaims the record, a restart must not send it then.
+      if (this.d.outbox.items().some((i) => i.kind === REALTIME_KIND && i.state === 'dead' && i.reason?.startsWith(CANCELLED) === true && sameRecording(i.payload as RealtimePayload, { ...p, finalPath: p.path }))) {
+        await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
+      }
+      return;
+    }
     try {
       await this.d.outbox.put(UPLOAD_KIND, p);
       this.d.logger?.info({ name: p.name, bytes: p.size, channel: p.channelKey }, 'upload queued');

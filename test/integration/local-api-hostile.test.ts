@@ -10,7 +10,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitFor } from './agent-process.js';
+import { startAgent, waitFor } from './agent-process.js';
 import { startUploadAgent, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
@@ -135,4 +135,14 @@ describe('local API: hostile clients', () => {
     expect(agent.child.exitCode).toBeNull();
     good.destroy();
   }, 120_000);
+
+  it('a second run on the same runtime dir is refused before it touches the socket; the first one still answers', async () => {
+    const rig = await rigUp();
+    const agent = startUploadAgent(rig);
+    await online(rig, agent);
+    const sock = join(rig.dirs.runtimeDir, 'api.sock');
+    const second = startAgent({ apiUrl: rig.cloud.url, dirs: rig.dirs, timeScale: SCALE, token: rig.device.accessToken });
+    expect((await second.exited).code).toBe(75);
+    expect((await get(sock, '/v1/status')).body.state).toBe('online');
+  }, 60_000);
 });

@@ -12,7 +12,7 @@ import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
-import { writeSecretFile } from './pair-process.js';
+import { FAKE_SECRET, writeSecretFile } from './pair-process.js';
 import { assetsNamed, completeNamed, describeAssets, storedProblems, storagePuts, writeMedia, PART } from './uploads-harness.js';
 
 const SCALE = 60;
@@ -154,12 +154,17 @@ describe('local API: a UI client steers the daemon', () => {
     expect(events.lines.some((l) => l.type === 'upload' && l.id === b2 && l.state === 'cancelled')).toBe(true);
     expect(events.lines.every((l) => typeof l.type === 'string' && typeof l.at === 'string')).toBe(true);
 
+    // No answer and no line carried a token, a refresh token, the client secret or a device code.
+    const said = JSON.stringify([events.lines, list, (await call(sock, 'GET', '/v1/status')).body, (await call(sock, 'GET', '/v1/prefs')).body]);
+    expect(said).not.toMatch(FAKE_SECRET);
+    expect(said).not.toContain(cloud.clientSecret);
+
     // A restart: the cancelled file, still in the media dir, is not sent again; nothing else is either.
     events.close();
     agent.child.kill('SIGTERM');
     await agent.exited;
     agent = start();
-    await waitFor('the API again', async () => (await call(sock, 'GET', '/v1/status').catch(() => ({ status: 0, body: {} }))).body.state === 'online', 20_000, 100);
+    await waitFor('the API again', async () => (await call(sock, 'GET', '/v1/status').catch(() => ({ status: 0, body: {} as Json }))).body.state === 'online', 20_000, 100);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(assetsNamed(cloud, 'b2.mp4')).toHaveLength(1);
     expect(storagePuts(cloud, b2Asset.id).length).toBeLessThanOrEqual(putsAtCancel + 1);

@@ -1,0 +1,68 @@
+// The preferences on flash: defaults without a file, written only when a
+// value changes (and then published), a bad PATCH refused whole, a bad file
+// read as the defaults.
+import { afterEach, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { EventBus, type Prefs } from '../../agent/core/event-bus.js';
+import { PREFS_FILE, PrefsError, PrefsStore } from '../../agent/localapi/prefs-store.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function store(content?: string) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'prefs-'));
+  dirs.push(dir);
+  if (content !== undefined) writeFileSync(path.join(dir, PREFS_FILE), content);
+  const bus = new EventBus();
+  const seen: Prefs[] = [];
+  bus.on('prefsChanged', seen, ({ prefs }) => seen.push(prefs));
+  const s = new PrefsStore(dir, bus);
+  s.start();
+  return { s, dir, seen, file: path.join(dir, PREFS_FILE) };
+}
+
+describe('PrefsStore', () => {
+  it('defaults without a file, and writes nothing to read them', () => {
+    const { s, file } = store();
+    expect(s.prefs()).toEqual({ autoUpload: true });
+    expect(statSync(file, { throwIfNoEntry: false })).toBeUndefined();
+  });
+
+  it('a change is written (0600) and published; the same value again writes and publishes nothing', async () => {
+    const { s, file, seen, dir } = store();
+    expect(await s.update({ autoUpload: false })).toEqual({ autoUpload: false });
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ autoUpload: false });
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const mtime = statSync(file).mtimeMs;
+    await new Promise((r) => setTimeout(r, 20));
+    expect(await s.update({ autoUpload: false })).toEqual({ autoUpload: false });
+    expect(await s.update({})).toEqual({ autoUpload: false });
+    expect(statSync(file).mtimeMs).toBe(mtime);
+    expect(seen).toEqual([{ autoUpload: false }]);
+    // Read back by the next daemon.
+    const again = new PrefsStore(dir, new EventBus());
+    again.start();
+    expect(again.prefs()).toEqual({ autoUpload: false });
+  });
+
+  it('a PATCH with an unknown field or a wrong type is refused whole, naming it; nothing changes', async () => {
+    const { s, file, seen } = store();
+    await expect(s.update({ autoUpload: false, colour: 'red' })).rejects.toThrow(PrefsError);
+    await expect(s.update({ autoUpload: 'no' })).rejects.toThrow(/autoUpload must be a boolean, not "no"/);
+    await expect(s.update([true])).rejects.toThrow(/JSON object/);
+    await expect(s.update({ ['__proto__']: true })).rejects.toThrow(/unknown preference/);
+    expect(s.prefs()).toEqual({ autoUpload: true });
+    expect(statSync(file, { throwIfNoEntry: false })).toBeUndefined();
+    expect(seen).toEqual([]);
+  });
+
+  it('a file that is not ours is read as the defaults (and left until the next change)', () => {
+    expect(store('not json').s.prefs()).toEqual({ autoUpload: true });
+    expect(store('{"autoUpload": "off"}').s.prefs()).toEqual({ autoUpload: true });
+    expect(store('{"autoUpload": false, "other": 1}').s.prefs()).toEqual({ autoUpload: false });
+  });
+});
