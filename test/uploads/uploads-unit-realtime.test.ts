@@ -62,7 +62,12 @@ function rig() {
 
 const growing: RealtimePayload & { size: number } = { path: '/media/take.mov.part', finalPath: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', size: 100, mtimeMs: 1, ino: 42, dev: 1 };
 const finished: UploadPayload = { path: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', size: 5000, mtimeMs: 9, ino: 42, dev: 1 };
-const settle = () => new Promise((r) => setTimeout(r, 5));
+const settle = () => new Promise((r) => setTimeout(r, 20));
+/** What the unit must do, waited for (in real time: its work runs on promises and file reads). */
+async function until(what: string, cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 500; i++, await new Promise((r) => setTimeout(r, 5))) if (cond()) return;
+  throw new Error(`${what}: not within 2.5 s`);
+}
 
 describe('UploadsUnit: real-time uploads', () => {
   it('one item per recording; the finished file is not queued again while it runs; listed as a recording; counted in status', async () => {
@@ -71,6 +76,7 @@ describe('UploadsUnit: real-time uploads', () => {
     await settle();
     bus.emit('mediaFileGrowing', { file: growing });
     bus.emit('mediaFileGrowing', { file: { ...growing, size: 200 } });
+    await until('the recording queued', () => items.length > 0);
     await settle();
     expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND]);
     bus.emit('mediaFileReady', { file: finished });
@@ -86,7 +92,7 @@ describe('UploadsUnit: real-time uploads', () => {
     unit.start();
     await settle();
     bus.emit('mediaFileGrowing', { file: growing });
-    await settle();
+    await until('the recording queued', () => items.length > 0);
     const id = items[0]!.id;
     expect(await unit.setPriority(id, true)).toBe('ok');
     expect(items[0]!.urgent).toBe(true);
@@ -106,7 +112,7 @@ describe('UploadsUnit: real-time uploads', () => {
     // Ended otherwise (handed back to go whole): the finished file is queued as an upload.
     items[0]!.reason = 'the recording shrank below parts already sent: not uploaded in real time; it goes as a whole file once finished';
     bus.emit('mediaFileReady', { file: finished });
-    await settle();
+    await until('the finished file queued', () => items.length > 1);
     expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND, UPLOAD_KIND]);
     await unit.stop();
   });
