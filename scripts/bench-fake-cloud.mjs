@@ -116,7 +116,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 // Both servers run side by side and the rounds alternate, so a neighbour's
 // load on this shared machine weighs on both figures alike; medians are reported.
-const fake = startChild([bundle, '--port', '0', '--devices', String(deviceCount)]);
+// Plain HTTP, like the bare server it is compared with: this measures the fake's request handling, not TLS.
+const fake = startChild([bundle, '--plain-http', '--port', '0', '--devices', String(deviceCount)]);
 const base = startChild(['-e', BASELINE]);
 const fakeRuns = [];
 const baseRuns = [];

@@ -83,7 +83,7 @@ async function firstLine(child, what) {
  * agent hour (3600 / scale real s) from a marker time.
  */
 export async function idleHour({ root, tmp, scale, children, settleMs = 1000, timeoutMs = 30_000 }) {
-  const cloud = spawn(process.execPath, [path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', '1', '--time-scale', String(scale)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const cloud = spawn(process.execPath, [path.join(root, 'dist/fake-cloud.mjs'), '--plain-http', '--port', '0', '--devices', '1', '--time-scale', String(scale)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(cloud);
   const info = JSON.parse(await firstLine(cloud, 'fake cloud'));
   const device = info.devices[0];

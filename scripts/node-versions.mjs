@@ -76,7 +76,7 @@ async function referee(adminUrl, deviceId) {
 async function smoke(bin, cloud, device, dir) {
   // An empty config file of its own, so no /etc/c2c-agent/config.json on this machine counts.
   writeFileSync(path.join(dir, 'config.json'), '{}\n');
-  const env = { ...process.env, C2C_STATE_DIR: path.join(dir, 'state'), C2C_RUNTIME_DIR: path.join(dir, 'run'), C2C_CONFIG: path.join(dir, 'config.json'), C2C_API_URL: cloud.url, C2C_TOKEN: device.accessToken };
+  const env = { ...process.env, C2C_STATE_DIR: path.join(dir, 'state'), C2C_RUNTIME_DIR: path.join(dir, 'run'), C2C_CONFIG: path.join(dir, 'config.json'), C2C_API_URL: cloud.url, C2C_TOKEN: device.accessToken, ...(cloud.caFile && { C2C_CA_FILE: cloud.caFile }) };
   delete env.NODE_OPTIONS;
   const cli = (...args) => spawnSync(bin, [bundle, ...args], { encoding: 'utf8', env, timeout: 30_000 });
   const rows = [];

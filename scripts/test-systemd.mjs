@@ -79,7 +79,7 @@ try {
     `exit ${inst.status}, unit ${enabled} and ${active} (no apiUrl yet), user c2c-agent ${user ? 'created' : 'MISSING'}; postinst said: ${lastLine(inst.out)}`);
 
   // 2. The fake cloud next to it, approving pairing codes after 1 s.
-  machine.sh(`systemd-run --unit c2c-fake-cloud node /root/fake-cloud.mjs --port 8080 --admin-port 8081 --devices 0 --auto-approve 1 --client-secret ${CLIENT_SECRET}`);
+  machine.sh(`systemd-run --unit c2c-fake-cloud node /root/fake-cloud.mjs --plain-http --port 8080 --admin-port 8081 --devices 0 --auto-approve 1 --client-secret ${CLIENT_SECRET}`);
   const cloud = await waitFor('fake cloud', () => {
     const line = machine.sh('journalctl -u c2c-fake-cloud -o cat | grep -m1 adminUrl').stdout.trim();
     return line ? JSON.parse(line) : undefined;

@@ -5,7 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { AgentError, type ErrorKind, type RateLimitInfo } from '../lib/errors.js';
-import { oneLine } from '../lib/text.js';
+import { describeDuration, oneLine } from '../lib/text.js';
 import { parseRetryAfter, retryDelayFromWindow, type HeaderBag } from './rate-limit.js';
 
 const MAX_TEXT = 200;
@@ -148,10 +148,96 @@ const EXPLAIN: Record<string, string> = {
   ENETUNREACH: 'network unreachable',
 };
 
+/**
+ * Certificates that do not lead to a CA this unit trusts: a private
+ * deployment's CA not given, or something on the path (a proxy, a captive
+ * portal) answering for the service.
+ */
+const UNTRUSTED = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_CHAIN_TOO_LONG',
+  'INVALID_CA',
+  'CERT_REJECTED',
+  'CERT_REVOKED',
+  'INVALID_PURPOSE',
+]);
+
+/** Certificate dates: the certificate's, or this unit's clock, is wrong (the clock probe tells which). */
+export const CERT_DATE_CODES: ReadonlySet<string> = new Set(['CERT_NOT_YET_VALID', 'CERT_HAS_EXPIRED']);
+
+/** A TLS handshake met a server that speaks plain HTTP (OpenSSL's words for it vary by version). */
+function plainHttpAnswer(code: string, message: string): boolean {
+  if (code === 'ERR_SSL_WRONG_VERSION_NUMBER' || code === 'ERR_SSL_PACKET_LENGTH_TOO_LONG' || code === 'ERR_SSL_HTTP_REQUEST') return true;
+  return code === 'EPROTO' && /wrong version number|packet length too long|http request/i.test(message);
+}
+
+const CA_ADVICE = 'if the service uses a private CA, give its certificate with caFile (or NODE_EXTRA_CA_CERTS); otherwise something on the network is answering for the service (a proxy or a captive portal)';
+
+/**
+ * A TLS failure in words, no OpenSSL internals: what is wrong and what to do.
+ * undefined when the failure is not about TLS.
+ */
+export function tlsError(what: string, code: string, message: string, localWallMs: number): AgentError | undefined {
+  const details = { code, source: what };
+  if (UNTRUSTED.has(code)) {
+    return new AgentError('tls', `${what}: the service's certificate is not signed by a CA this unit trusts; ${CA_ADVICE}`, details);
+  }
+  if (code === 'ERR_TLS_CERT_ALTNAME_INVALID') {
+    return new AgentError('tls', `${what}: the service's certificate is for another host name than the API URL's; check the host name in the API URL`, details);
+  }
+  if (code === 'CERT_NOT_YET_VALID') {
+    return new AgentError('clock', `${what}: the service's certificate is not valid yet by this unit's clock (${new Date(localWallMs).toISOString()}); set the time (NTP)`, details);
+  }
+  if (code === 'CERT_HAS_EXPIRED') {
+    return new AgentError('tls', `${what}: the service's certificate has expired by this unit's clock (${new Date(localWallMs).toISOString()}); if that date is wrong set the time (NTP), else the service must renew its certificate`, details);
+  }
+  if (plainHttpAnswer(code, message)) {
+    return new AgentError('tls', `${what}: the server answered in plain HTTP where HTTPS was expected; check the API URL's scheme and port (http:// is allowed on loopback only)`, details);
+  }
+  if (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_') || code === 'EPROTO') {
+    return new AgentError('tls', `${what}: the TLS handshake with the service failed (${code}); check the API URL, and whether something on the network intercepts HTTPS`, details);
+  }
+  return undefined;
+}
+
+/**
+ * The clock check's verdict, from the service's Date read over an
+ * unverified connection: the certificate's dates failed and this unit's
+ * clock is off by more than CLOCK_WRONG_MS in the direction that explains
+ * it. offsetMs is the service's time minus this unit's.
+ */
+export function clockError(what: string, code: string, offsetMs: number): AgentError {
+  return new AgentError('clock', `${what}: ${clockProblem(offsetMs)}`, { code, source: what, clockOffsetMs: offsetMs });
+}
+
+/** "this unit's clock is 3 days behind the service; certificates cannot be checked until the time is set (NTP)" */
+export function clockProblem(offsetMs: number): string {
+  const side = offsetMs > 0 ? 'behind' : 'ahead of';
+  return `this unit's clock is ${describeDuration(offsetMs)} ${side} the service; certificates cannot be checked until the time is set (NTP)`;
+}
+
+/** The certificate's dates are wrong while the clocks agree: the service's certificate itself is out of date. */
+export function certificateDatesError(what: string, code: string, offsetMs: number): AgentError {
+  const state = code === 'CERT_HAS_EXPIRED' ? 'has expired' : 'is not valid yet';
+  return new AgentError('tls', `${what}: the service's certificate ${state} while this unit's clock agrees with the service's (${describeDuration(offsetMs)} apart); the service must fix its certificate`, {
+    code,
+    source: what,
+    clockOffsetMs: offsetMs,
+  });
+}
+
 /** A request that never produced a usable HTTP answer. */
-export function networkError(what: string, err: unknown, timeoutMs: number): AgentError {
+export function networkError(what: string, err: unknown, timeoutMs: number, localWallMs = Date.now()): AgentError {
   const e = (err ?? {}) as { code?: unknown; name?: unknown; event?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : 'ERR_NETWORK';
+  const tls = tlsError(what, code, typeof e.message === 'string' ? e.message : '', localWallMs);
+  if (tls !== undefined) return tls;
   if (e.name === 'TimeoutError' || code === 'ETIMEDOUT') {
     const phase = typeof e.event === 'string' ? ` (${e.event} phase)` : '';
     return new AgentError('network', `${what}: no answer within ${Math.round(timeoutMs / 100) / 10} s${phase}; check the network and the API URL`, {

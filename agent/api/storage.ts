@@ -4,7 +4,6 @@
 // far above the API's 1 MiB cap, and an upload that takes minutes over a slow
 // uplink is normal, so there is no total time cap, only stall limits.
 import http from 'node:http';
-import https from 'node:https';
 import { Readable, pipeline } from 'node:stream';
 import { got, type Got, type Request } from 'got';
 import type { Clock } from '../lib/clock.js';
@@ -16,6 +15,7 @@ import { networkError, refuseInterim, refuseUpgrade } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
 import { dropIdleSockets, probeWhileWaiting } from './sockets.js';
+import { httpsAgent, type ExtraCas } from './trust.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
 
 export type { FileSlice };
@@ -36,6 +36,8 @@ export interface StorageClientOptions {
   /** Longest wait for the answer once the whole body was sent, agent ms (default REQUEST_TIMEOUT_MS). */
   responseMs?: number;
   userAgent?: string;
+  /** CAs trusted besides the system's (the caFile setting). */
+  extraCas?: ExtraCas | undefined;
 }
 
 export interface ChunkPut {
@@ -152,7 +154,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
     read: responseMs,
   };
   const buffers = new BufferPool();
-  const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
+  const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: httpsAgent(options.extraCas, idle) };
   const instance: Got = got.extend({
     headers: { 'user-agent': options.userAgent ?? 'c2c-agent' },
     retry: { limit: 0 },

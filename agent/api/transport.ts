@@ -11,12 +11,13 @@ import type { Logger } from '../lib/logger.js';
 import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
-import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
-import { errorForStatus, networkError, refuseInterim, refuseUpgrade, unexpectedAnswer } from './http-errors.js';
+import { CLOCK_CHECK_REUSE_MS, CLOCK_CHECK_TIMEOUT_MS, CLOCK_WRONG_MS, CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
+import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, networkError, refuseInterim, refuseUpgrade, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
 import { dropIdleSockets, probeWhileWaiting } from './sockets.js';
+import { httpsAgent, type ExtraCas } from './trust.js';
 
 export type { Wire, WireRequest, WireResponse } from './wire.js';
 
@@ -39,6 +40,8 @@ export interface TransportOptions {
   logger?: Logger;
   /** How long a kept-alive socket may sit unused before it is closed, real ms (default IDLE_SOCKET_MS). */
   idleSocketMs?: number;
+  /** CAs trusted besides the system's (the caFile setting). */
+  extraCas?: ExtraCas | undefined;
   /**
    * Replaces only the HTTP exchange (got and its sockets): headers, error
    * typing, the size cap, rate-limit and clock-offset views and validation
@@ -128,7 +131,7 @@ export function createTransport(options: TransportOptions): Transport {
   };
   const wire = options.wire;
   // A wire has no sockets: no agents, no got instance.
-  const agents = wire ? undefined : { http: new http.Agent({ keepAlive: true, timeout: idle }), https: new https.Agent({ keepAlive: true, timeout: idle }) };
+  const agents = wire ? undefined : { http: new http.Agent({ keepAlive: true, timeout: idle }), https: httpsAgent(options.extraCas, idle) };
   const instance: Got | undefined = wire ? undefined : got.extend({
     prefixUrl: options.baseUrl,
     headers: defaultHeaders,
@@ -145,6 +148,65 @@ export function createTransport(options: TransportOptions): Transport {
   // The latest server-minus-local offset any answer carried: an answer
   // without Date (a proxy's 429) is still measured against server time.
   let knownOffsetMs: number | undefined;
+  // The clock check's last answer (agent ms, offset), and whether a clock
+  // problem was logged and not yet over: logged once per episode.
+  let clockChecked: { at: number; offsetMs: number | undefined } | undefined;
+  let clockEpisode = false;
+
+  /**
+   * How far this unit's clock is from the service's, when a certificate's
+   * dates failed: one GET /health over a connection whose certificate is NOT
+   * verified (it cannot be: that is the problem), so it sends no credential,
+   * nothing but the path and a User-Agent, and only the answer's Date header
+   * is read; the connection is dropped at the headers. undefined when no
+   * Date came (the check failed too, or the answer had none).
+   */
+  function serviceClockOffset(): Promise<number | undefined> {
+    if (clockChecked !== undefined && clock.now() - clockChecked.at < CLOCK_CHECK_REUSE_MS) return Promise.resolve(clockChecked.offsetMs);
+    const url = new URL(`${options.baseUrl}/health`);
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (offsetMs: number | undefined): void => {
+        if (done) return;
+        done = true;
+        timer.cancel();
+        req.destroy();
+        clockChecked = { at: clock.now(), offsetMs };
+        resolve(offsetMs);
+      };
+      const req = https.request(url, { method: 'GET', agent: false, rejectUnauthorized: false, headers: { 'user-agent': defaultHeaders['user-agent'] as string } }, (res) => {
+        const offset = clockOffset(res.headers as HeaderBag, clock.wallNow());
+        res.destroy();
+        finish(offset);
+      });
+      const timer = clock.setTimer(() => finish(undefined), CLOCK_CHECK_TIMEOUT_MS);
+      req.on('error', () => finish(undefined));
+      req.end();
+    });
+  }
+
+  /** A certificate-dates failure told apart: this unit's clock, or the certificate itself. */
+  async function explainCertificateDates(e: AgentError, what: string): Promise<AgentError> {
+    const code = e.details.code as string;
+    const offset = await serviceClockOffset();
+    if (offset === undefined) return e;
+    // Not yet valid: the unit is behind (offset > 0); expired: the unit is ahead.
+    const clockExplains = code === 'CERT_NOT_YET_VALID' ? offset > CLOCK_WRONG_MS : offset < -CLOCK_WRONG_MS;
+    return clockExplains ? clockError(what, code, offset) : certificateDatesError(what, code, offset);
+  }
+
+  function noteClock(e: AgentError): void {
+    if (e.kind !== 'clock' || clockEpisode) return;
+    clockEpisode = true;
+    logger?.warn({ clockOffsetMs: e.details.clockOffsetMs, code: e.details.code }, e.message);
+  }
+
+  function clockRight(): void {
+    if (!clockEpisode) return;
+    clockEpisode = false;
+    clockChecked = undefined;
+    logger?.info('certificates check out again: the clock problem is over');
+  }
 
   function metaOf(status: number, headers: HeaderBag): ResponseMeta {
     const meta: ResponseMeta = { status, rateLimit: parseRateLimit(headers) };
@@ -174,11 +236,15 @@ export function createTransport(options: TransportOptions): Transport {
         throw err.error;
       }
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
-      const e = networkError(what, err, limitMs);
+      let e = networkError(what, err, limitMs, clock.wallNow());
+      if (!wire && CERT_DATE_CODES.has(e.details.code ?? '')) e = await explainCertificateDates(e, what);
+      if (spec.signal?.aborted) throw spec.signal.reason ?? err;
+      noteClock(e);
       const dropped = agents ? dropIdleSockets([agents.http, agents.https]) : 0;
       logger?.debug({ method: spec.method, path: spec.path, durationMs, code: e.details.code, droppedIdleSockets: dropped }, 'http request failed');
       throw e;
     }
+    clockRight();
     if (res.dropped !== undefined) {
       logger?.debug({ method: spec.method, path: spec.path, status: res.status, bytes: res.dropped }, 'http error body over the size cap dropped unread');
     }

@@ -31,8 +31,8 @@ export interface PairingOptions {
   onEvent: (e: PairingEvent) => void;
 }
 
-/** Failures worth another try inside the time limit: the network, a 5xx, a 429. */
-const transient = (e: AgentError): boolean => e.kind === 'network' || e.kind === 'server' || e.kind === 'rate-limited';
+/** Failures worth another try inside the time limit: the network, a 5xx, a 429, a clock NTP may set meanwhile. */
+const transient = (e: AgentError): boolean => e.kind === 'network' || e.kind === 'server' || e.kind === 'rate-limited' || e.kind === 'clock';
 
 export async function pairDevice(o: PairingOptions): Promise<TokenGrant> {
   const deadline = o.clock.now() + o.timeoutMs;

@@ -33,7 +33,7 @@ async function serviceChannels(settings: Settings): Promise<ServiceView> {
   let api;
   try {
     const creds = loadCredentials(settings);
-    api = createServiceApi({ baseUrl: settings.apiUrl, token: creds.accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock: new SystemClock(settings.timeScale) });
+    api = createServiceApi({ baseUrl: settings.apiUrl, token: creds.accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock: new SystemClock(settings.timeScale), extraCas: settings.extraCas });
     return { reachable: true, channels: (await api.getDevice()).value.channels ?? [] };
   } catch (err) {
     return { reachable: false, error: err instanceof AgentError ? err.message : String(err) };

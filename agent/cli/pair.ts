@@ -76,7 +76,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const clock = new SystemClock(settings.timeScale);
     const startedAt = clock.now();
     let accessToken: string | undefined;
-    api = createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock });
+    api = createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock, extraCas: settings.extraCas });
     reporter = new PairReporter(ctx.json, clock);
     const shown = reporter;
     const grant = await pairDevice({

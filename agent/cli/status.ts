@@ -42,7 +42,8 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
     lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
   }
-  if (s.clockOffsetMs !== undefined) lines.push(`clock:       ${describeOffset(s.clockOffsetMs)}`);
+  if (s.clockProblem !== undefined) lines.push(`clock:       ${s.clockProblem}`);
+  else if (s.clockOffsetMs !== undefined) lines.push(`clock:       ${describeOffset(s.clockOffsetMs)}`);
   lines.push(
     `agent:       ${s.agentVersion}, pid ${s.pid}, started ${s.started.at}, firmware ${s.firmwareVersion}, profile ${s.profile ?? 'none'}` +
       (s.timeScale !== 1 ? `, time scale ${s.timeScale}` : ''),

@@ -34,7 +34,7 @@ const LOCAL_ADVICE = 'or run `c2c-agent unpair --local` to forget the credential
 /** Revokes with an API client of its own, bounded by REVOKE_TIMEOUT_MS. */
 async function revokeAtService(settings: Settings, client: ClientCredentials, token: string): Promise<void> {
   const clock = new SystemClock(settings.timeScale);
-  const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => undefined, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock, timeoutMs: REVOKE_TIMEOUT_MS });
+  const api = createServiceApi({ baseUrl: settings.apiUrl, token: () => undefined, firmwareVersion: settings.firmwareVersion, agentVersion: agentVersion(), clock, timeoutMs: REVOKE_TIMEOUT_MS, extraCas: settings.extraCas });
   try {
     await api.oauth.revoke(client, token);
   } finally {

@@ -37,6 +37,15 @@ export const SETTING_ROWS = {
     default: 'required for `check` and `run`; `https://`, or `http://` on loopback only; a path prefix is fine, a query, fragment or user:password is refused',
     help: "the service's base URL (https://, or http:// on loopback)",
   },
+  caFile: {
+    flag: '--ca-file',
+    value: 'FILE',
+    env: 'C2C_CA_FILE',
+    configKey: 'caFile',
+    isPath: true,
+    default: "none: PEM certificates of CAs trusted besides the system's (a private deployment); `NODE_EXTRA_CA_CERTS` works too",
+    help: "CA certificates (PEM) trusted besides the system's, for a private deployment",
+  },
   tokenFile: { flag: '--token-file', value: 'FILE', env: 'C2C_TOKEN_FILE', configKey: 'tokenFile', isPath: true, default: '`<state-dir>/credentials.json`', help: 'where pairing keeps the tokens' },
   firmwareVersion: {
     flag: '--firmware-version',

@@ -9,6 +9,7 @@ import { registerSecret } from '../lib/secrets.js';
 import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile } from './firmware.js';
 import { oneLine, quote } from '../lib/text.js';
 import type { Settings } from './types.js';
+import { readCaFile } from '../lib/ca-file.js';
 import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWindow } from './setting-values.js';
 import { OTHER_SETTINGS, SETTING_ROWS, type Found, type SettingKey, type SettingRow } from './setting-table.js';
 
@@ -136,6 +137,9 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const profilesDir = pathSetting('profilesDir', () => ({ value: '', source: 'default (shipped profiles)' }));
   const hostRoot = pathSetting('hostRoot', () => ({ value: '/', source: 'default' }));
 
+  let caFile: string | undefined;
+  if (find('caFile') !== undefined) caFile = pathSetting('caFile', () => ({ value: '', source: 'default' }));
+
   let clientSecretFile: string | undefined;
   if (find('clientSecretFile') !== undefined) clientSecretFile = pathSetting('clientSecretFile', () => ({ value: '', source: 'default' }));
 
@@ -198,6 +202,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   if (uploadWindow !== undefined) settings.uploadWindow = uploadWindow;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;
+  if (caFile !== undefined) settings.extraCas = readCaFile(caFile, sources.caFile ?? 'caFile');
   const token = envValue('C2C_TOKEN');
   if (token !== undefined) {
     registerSecret(token);

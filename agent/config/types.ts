@@ -1,6 +1,8 @@
 // The resolved settings (docs/configuration.md) and firmware profiles.
 // Every value remembers where it came from so errors can name the source.
 
+import type { ExtraCas } from '../lib/ca-file.js';
+
 export type SettingSource = 'option' | 'environment' | 'config' | 'default' | 'file';
 
 export interface Settings {
@@ -8,6 +10,8 @@ export interface Settings {
   /** '' only when loaded with requireApiUrl: false (profiles, status) and none was set. */
   apiUrl: string;
   tokenFile: string;
+  /** The caFile setting's certificates, read and checked at load: trusted besides the system's CAs. */
+  extraCas?: ExtraCas;
   /** From C2C_TOKEN: an access token given directly, no refresh possible. */
   token?: string;
   firmwareVersion: string;

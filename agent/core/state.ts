@@ -42,6 +42,12 @@ export interface DaemonSnapshot {
   consecutiveFailures: number;
   rateLimit?: RateLimitInfo;
   clockOffsetMs?: number;
+  /**
+   * While certificates cannot be checked because this unit's clock is off:
+   * "this unit's clock is 3 days behind the service; certificates cannot be
+   * checked until the time is set (NTP)". Gone once a request goes through.
+   */
+  clockProblem?: string;
   firmwareVersion: string;
   profile?: string;
   agentVersion: string;

@@ -299,6 +299,7 @@ export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
     consecutiveFailures,
     ...opt('rateLimit', rateLimit(raw.rateLimit)),
     ...opt('clockOffsetMs', num(raw.clockOffsetMs)),
+    ...opt('clockProblem', str(raw.clockProblem)),
     firmwareVersion,
     ...opt('profile', str(raw.profile)),
     agentVersion,

@@ -18,6 +18,7 @@ import { Reauthorization } from '../auth/reauthorization.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { DaemonSnapshot, DaemonState, Moment } from '../core/state.js';
 import { buildSnapshot, momentOf, statusLine } from './snapshot.js';
+import { clockProblem } from '../api/http-errors.js';
 
 export type { ControllerDeps } from './controller-deps.js';
 
@@ -42,6 +43,8 @@ export class Controller implements DaemonUnit {
   private credsWatch: CredentialsWatch | undefined;
   private checkFailures = 0;
   private reauth!: Reauthorization;
+  /** Certificates cannot be checked because this unit's clock is off; cleared by the first answer that goes through. */
+  private clock: { problem: string; offsetMs?: number | undefined } | undefined;
   private stopped = false;
 
   constructor(private readonly d: ControllerDeps) {}
@@ -124,6 +127,7 @@ export class Controller implements DaemonUnit {
       lastBeat: this.lastBeat,
       nextHeartbeatAt: v?.running ? v.nextAt : undefined,
       nextCheckAt: this.checkTimer?.at,
+      clock: this.clock,
       moment: (mono) => this.moment(mono),
     });
   }
@@ -134,6 +138,23 @@ export class Controller implements DaemonUnit {
 
   private publish(transition: boolean): void {
     this.d.bus.emit('stateChanged', { snapshot: this.snapshot(), transition });
+  }
+
+  /**
+   * The state's reason for a failure: a clock problem says only that, whole
+   * (status, STATUS=), and is kept until an answer goes through; anything
+   * else clears it.
+   */
+  private failed(next: DaemonState, e: AgentError | undefined): void {
+    if (e?.kind === 'clock') {
+      const offsetMs = e.details.clockOffsetMs;
+      const problem = offsetMs !== undefined ? clockProblem(offsetMs) : e.message.slice((e.details.source?.length ?? -2) + 2);
+      this.clock = { problem, offsetMs };
+      this.setState(next, problem);
+      return;
+    }
+    this.clock = undefined;
+    this.setState(next, describe(e));
   }
 
   private setState(next: DaemonState, reason: string): void {
@@ -188,7 +209,7 @@ export class Controller implements DaemonUnit {
     } else if (heartbeating) {
       this.armCheck('periodic', reverifyRetryDelay(this.d.random));
     } else {
-      this.setState(e.kind === 'rate-limited' ? 'rate-limited' : 'offline', describe(e));
+      this.failed(e.kind === 'rate-limited' ? 'rate-limited' : 'offline', e);
       this.armCheck(why, startupRetryDelay(e, this.checkFailures, this.d.random));
       if (unreachable(e) && !this.probeUsed) this.probe?.start();
     }
@@ -214,6 +235,7 @@ export class Controller implements DaemonUnit {
     }
     this.checkFailures = 0;
     this.probeUsed = false;
+    this.clock = undefined;
     this.credsWatch?.stop();
     const paused = this.device?.status === 'paused';
     if (paused) this.setState('paused', 'the service says the device is paused');
@@ -252,6 +274,7 @@ export class Controller implements DaemonUnit {
     const e = o.error;
     if (o.result === 'ok') {
       this.reauth.heartbeatAccepted();
+      this.clock = undefined;
       const wasAway = this.state === 'offline';
       if (this.device?.status === 'paused') this.setState('paused', 'the service says the device is paused');
       else this.setState('online', 'heartbeat accepted');
@@ -267,7 +290,7 @@ export class Controller implements DaemonUnit {
       void this.reauth.unauthorized(e, 'heartbeat', o.startedAt);
       return;
     } else {
-      this.setState('offline', describe(e));
+      this.failed('offline', e);
     }
     this.d.logger.debug({ result: o.result, failures: o.consecutiveFailures, nextInMs: Math.round(o.nextAt - o.endedAt) }, 'heartbeat');
     this.publish(false);

@@ -49,6 +49,7 @@ export function buildCore(i: CoreInput): Core {
     agentVersion: i.agentVersion,
     clock,
     logger,
+    extraCas: settings.extraCas,
     ...(i.wire !== undefined && { wire: i.wire }),
   });
   const tokens = new CredentialsTokenSource(settings, { clock, random, logger, oauth: api.oauth, client: i.client, bus, access });

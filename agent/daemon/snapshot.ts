@@ -16,6 +16,8 @@ export function statusLine(s: DaemonSnapshot, now: number): string {
   // systemctl status shows one line: keep the reason to its gist.
   const reason = s.reason.length > 60 ? `${s.reason.slice(0, 59)}…` : s.reason;
   if (s.state === 'needs-pairing') parts[0] = NEEDS_PAIRING_LINE;
+  // The clock's sentence whole: it is the one thing the person can act on.
+  else if (s.clockProblem !== undefined && s.state !== 'online') parts[0] = `${s.state}: ${s.clockProblem}`;
   else if (s.state !== 'online' && reason) parts[0] = `${s.state} (${reason})`;
   if (s.device) {
     const who = s.device.name ?? s.device.id;
@@ -61,6 +63,8 @@ export interface SnapshotParts {
   /** Agent-monotonic; the heartbeat wins when both are set (the check then is only a re-verify). */
   nextHeartbeatAt: number | undefined;
   nextCheckAt: number | undefined;
+  /** Certificates cannot be checked: this unit's clock is off (the clock check's words and offset). */
+  clock?: { problem: string; offsetMs?: number | undefined } | undefined;
   /** Agent-monotonic time to a Moment; now when omitted. */
   moment: (mono?: number) => Moment;
 }
@@ -83,8 +87,9 @@ export function buildSnapshot(p: SnapshotParts): DaemonSnapshot {
   if (info.profile !== undefined) s.profile = info.profile;
   if (p.device) Object.assign(s, deviceFacts(p.device));
   if (p.lastBeat) Object.assign(s, heartbeatFacts(p.lastBeat, p.moment(p.lastBeat.startedAt)));
-  const offset = p.lastBeat?.meta?.clockOffsetMs;
+  const offset = p.clock?.offsetMs ?? p.lastBeat?.meta?.clockOffsetMs;
   if (offset !== undefined) s.clockOffsetMs = offset;
+  if (p.clock !== undefined) s.clockProblem = p.clock.problem;
   if (p.nextHeartbeatAt !== undefined) s.nextHeartbeat = p.moment(p.nextHeartbeatAt);
   else if (p.nextCheckAt !== undefined) s.nextCheck = p.moment(p.nextCheckAt);
   return s;

@@ -103,7 +103,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
 
   const queueDir = queueDirOf(settings.stateDir);
   const outbox = new Outbox({ dir: queueDir, clock, bootId: i.bootId, capBytes: settings.queueMaxBytes, logger });
-  const storage = createStorageClient({ clock, logger });
+  const storage = createStorageClient({ clock, logger, extraCas: settings.extraCas });
   const index = new UploadedIndex(settings.stateDir, { logger });
   const win = settings.uploadWindow;
   const window =

@@ -27,6 +27,8 @@ export const READ_LIMITS = {
   secret: 16 * 1024,
   /** status.json: the snapshot and what each unit adds. */
   status: 1024 * 1024,
+  /** caFile: a private CA or a few (a whole system bundle is about 220 KiB). */
+  caFile: 1024 * 1024,
   /** Small records: the attempt record, the run lock, /proc files, os-release, conf stores. */
   small: 64 * 1024,
 } as const;

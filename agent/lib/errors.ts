@@ -19,6 +19,10 @@ export type ErrorKind =
   | 'timeout'
   /** A local file system that is full, out of descriptors or failing: may pass by itself. */
   | 'disk'
+  /** The other end could not prove it is the service (its certificate), or spoke plain HTTP to https://. */
+  | 'tls'
+  /** Certificates cannot be checked: this unit's clock is off (before NTP), or a certificate not yet valid by it. */
+  | 'clock'
   | 'internal';
 
 export const EXIT = {
@@ -60,6 +64,14 @@ const exitByKind: Record<ErrorKind, number> = {
   // Something that may well work on a second try (a pairing nobody approved in time).
   timeout: EXIT.tempfail,
   disk: EXIT.tempfail,
+  // What answered did not prove it is the service: a response the agent
+  // cannot accept in the protocol exchange, like a captive portal's 101 (76).
+  // The fix is a setting (caFile, the API URL) or the network in between,
+  // not a retry.
+  tls: EXIT.protocol,
+  // Passes by itself once NTP sets the time: a temporary failure (75); the
+  // daemon keeps trying and comes online then.
+  clock: EXIT.tempfail,
   internal: EXIT.internal,
 };
 

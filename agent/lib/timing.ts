@@ -90,3 +90,16 @@ export const REALTIME_STALL_MS = 30 * 60_000;
  * A server that is only slow to answer still ACKs the probes.
  */
 export const TCP_KEEPALIVE_IDLE_MS = 5_000;
+
+/**
+ * A certificate "not yet valid" or "expired" with this unit's clock further
+ * than this from the service's, in the direction that explains it, is this
+ * unit's clock (a Pi without a real-time clock before NTP), not the
+ * certificate. Certificates are issued hours to days ahead of use; a clock a
+ * minute off is already one NTP has not set.
+ */
+export const CLOCK_WRONG_MS = 60_000;
+/** The clock check (GET /health unverified, its Date only) is asked at most this often; its answer is reused meanwhile. */
+export const CLOCK_CHECK_REUSE_MS = 60_000;
+/** Its time limit: one connection and a header, less than a request's so it never doubles a wait. */
+export const CLOCK_CHECK_TIMEOUT_MS = 10_000;

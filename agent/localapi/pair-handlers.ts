@@ -35,6 +35,9 @@ const STATUS_OF: Record<ErrorKind, number> = {
   unavailable: 503,
   timeout: 504,
   disk: 507,
+  // The service's certificate could not be checked: an upstream that did not prove itself, or a clock to set.
+  tls: 502,
+  clock: 503,
   internal: 500,
 };
 

@@ -10,7 +10,9 @@ export type Outcome =
   | { result: 'retry'; error: AgentError }
   | { result: 'dead'; reason: string };
 
-const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'unauthorized', 'paused']);
+// 'tls' and 'clock': what answered could not be checked to be the service,
+// so the item was never delivered; a fixed clock, caFile or network lets it go.
+const RETRY_KINDS = new Set(['network', 'server', 'rate-limited', 'timeout', 'unauthorized', 'paused', 'tls', 'clock']);
 
 /**
  * A 2xx whose body cannot be read (cut short, mangled by a proxy, too large)

@@ -24,6 +24,11 @@ export function killAll() {
     if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }
 }
+/** Kills one child whose work is done (its exit is expected). */
+export function end(child) {
+  ended.add(child);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+}
 process.on('exit', () => {
   killAll();
   rmSync(tmp, { recursive: true, force: true });
@@ -55,9 +60,12 @@ export function launch(args, env = {}) {
 
 export const bareNode = () => launch(['-e', 'setInterval(() => {}, 1000)']);
 
-/** The built fake cloud on ephemeral ports: { child, url, adminUrl, devices }. */
-export async function fakeCloud(scale, devices = 1) {
-  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', String(devices), '--time-scale', String(scale)]);
+/**
+ * The built fake cloud on ephemeral ports: { child, url, adminUrl, caFile, devices }.
+ * HTTPS with its throwaway CA, as the service is; `plainHttp` for the loopback baseline.
+ */
+export async function fakeCloud(scale, devices = 1, { plainHttp = false } = {}) {
+  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', String(devices), '--time-scale', String(scale), ...(plainHttp ? ['--plain-http'] : [])]);
   const line = await new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).once('line', resolve);
     child.once('exit', () => reject(new Error('fake cloud did not start')));
@@ -68,9 +76,17 @@ export async function fakeCloud(scale, devices = 1) {
 /**
  * `c2c-agent run` against `cloud` as device `deviceIndex`, with its own
  * state and runtime dirs and an explicit empty config (the machine's
- * /etc/c2c-agent stays out). `nodeArgs` go before the bundle.
+ * /etc/c2c-agent stays out). `nodeArgs` go before the bundle. Over HTTPS the
+ * fake's CA is trusted through NODE_EXTRA_CA_CERTS: Node's own default store,
+ * as a unit talking to a service with a public certificate uses (caFile
+ * builds a context of its own; `trust: 'caFile'` measures that instead).
  */
-export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs = [] } = {}) {
+export function caEnv(cloud, trust = 'env') {
+  if (!cloud.caFile) return {};
+  return trust === 'caFile' ? { C2C_CA_FILE: cloud.caFile } : { NODE_EXTRA_CA_CERTS: cloud.caFile };
+}
+
+export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs = [], trust = 'env' } = {}) {
   const dir = path.join(tmp, name);
   mkdirSync(dir, { recursive: true });
   writeFileSync(path.join(dir, 'config.json'), '{}\n');
@@ -79,7 +95,7 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
   const child = launch(
     [...nodeArgs, bundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
       '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
-    { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...env },
+    { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...caEnv(cloud, trust), ...env },
   );
   child.stdout.resume();
   return child;

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 
 export class SimCloud {
-  constructor({ bundle, timeScale, autoApproveSeconds }) {
+  constructor({ bundle, timeScale, autoApproveSeconds, plainHttp = false }) {
+    this.plainHttp = plainHttp;
     this.bundle = bundle;
     this.timeScale = timeScale;
     this.autoApproveSeconds = autoApproveSeconds;
@@ -14,11 +15,13 @@ export class SimCloud {
     this.url = '';
     this.adminUrl = '';
     this.clientSecret = '';
+    /** The fake's throwaway CA (PEM file) the agents trust; '' over plain HTTP. */
+    this.caFile = '';
   }
 
   async start() {
     const secret = `sim-${randomBytes(12).toString('hex')}`;
-    const args = ['--port', '0', '--devices', '0', '--time-scale', String(this.timeScale), '--auto-approve', String(this.autoApproveSeconds), '--client-secret', secret];
+    const args = ['--port', '0', '--devices', '0', '--time-scale', String(this.timeScale), '--auto-approve', String(this.autoApproveSeconds), '--client-secret', secret, ...(this.plainHttp ? ['--plain-http'] : [])];
     // Its own process group: a Ctrl-C at the terminal stops the simulator, which still needs the fake for its report (children.mjs ends it).
     this.child = spawnTracked(process.execPath, [this.bundle, ...args], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     const info = await new Promise((resolve, reject) => {
@@ -36,6 +39,7 @@ export class SimCloud {
     this.url = info.url;
     this.adminUrl = info.adminUrl;
     this.clientSecret = info.clientSecret;
+    this.caFile = info.caFile ?? '';
   }
 
   async admin(method, path, body) {

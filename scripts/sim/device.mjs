@@ -60,6 +60,8 @@ export class SimDevice {
       mediaDir: this.dirs.media,
       clientSecretFile: secretFile,
       firmwareVersion: FIRMWARE_VERSION,
+      // The fake's throwaway CA, as a private deployment's would be given.
+      ...(this.cloud.caFile && { caFile: this.cloud.caFile }),
     };
     writeFileSync(path.join(this.root, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   }

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 export const EXIT_USAGE = 64;
 
 export const USAGE =
-  'usage: npm run simulate -- [--devices N] [--minutes M] [--time-scale N] [--seed S] [--faults light|heavy] [--calm] [--forever] [--keep] [--plain]' +
+  'usage: npm run simulate -- [--devices N] [--minutes M] [--time-scale N] [--seed S] [--faults light|heavy] [--calm] [--forever] [--keep] [--plain] [--plain-http]' +
   ' | --fleet N --hours H [--seed S] [--faults light|heavy] [--json]';
 
 export const DEFAULTS = Object.freeze({ devices: 1, minutes: 30, timeScale: 30, seed: 1, faults: 'light' });
@@ -25,6 +25,7 @@ const SPEC = {
   forever: { type: 'boolean', default: false },
   keep: { type: 'boolean', default: false },
   plain: { type: 'boolean', default: false },
+  'plain-http': { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 };
 
@@ -63,6 +64,8 @@ export function parseOptions(argv) {
         forever: values.forever,
         keep: values.keep,
         plain: values.plain,
+        // The fake serves HTTPS with a throwaway CA the agents trust through caFile; this keeps plain HTTP on loopback.
+        plainHttp: values['plain-http'],
       },
     };
   } catch (err) {

@@ -215,4 +215,30 @@ describe('Controller', () => {
     await fake.advance(10 * MIN);
     expect(h.controller.isHealthy()).toBe(false);
   });
+
+  it("a clock problem: offline saying only the clock's sentence (status, STATUS=), kept while it lasts, gone once an answer goes through", async () => {
+    const SENTENCE = "this unit's clock is 3 days behind the service; certificates cannot be checked until the time is set (NTP)";
+    let wrong = true;
+    const h = setup({ behave: () => (wrong ? { outcome: 'clock' } : { outcome: 'ok' }) });
+    h.controller.start();
+    await h.clock.advance(20 * MIN);
+    expect(h.controller.currentState).toBe('offline');
+    expect(h.api.count('getDevice')).toBeGreaterThan(3);
+    const snap = h.controller.snapshot();
+    expect(snap.reason).toBe(SENTENCE);
+    expect(snap.clockProblem).toBe(SENTENCE);
+    expect(snap.clockOffsetMs).toBe(3 * 24 * 3600_000);
+    // systemctl status shows the whole sentence, not the first 60 characters.
+    expect(h.controller.statusLine()).toMatch(new RegExp(`^offline: ${SENTENCE.replace(/[()]/g, '\\$&')}; next check in `));
+    wrong = false;
+    await h.clock.advance(6 * MIN);
+    expect(h.controller.currentState).toBe('online');
+    expect(h.controller.snapshot().clockProblem).toBeUndefined();
+    // The clock going wrong under heartbeats says the same.
+    wrong = true;
+    await h.clock.advance(10 * MIN);
+    expect(h.controller.currentState).toBe('offline');
+    expect(h.controller.snapshot().clockProblem).toBe(SENTENCE);
+    await h.controller.stop();
+  });
 });

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -95,7 +96,8 @@ describe('standalone (main.ts)', () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('prints one JSON line, serves, and closes cleanly on SIGTERM', async () => {
+  it('prints one JSON line, serves HTTPS with the CA file it names, and closes cleanly on SIGTERM (CA file removed)', async () => {
+    let caFile = '';
     const child = spawn(process.execPath, [bundle, '--port', '0', '--devices', '3', '--time-scale', '60', '--auto-approve', '5'], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -106,19 +108,49 @@ describe('standalone (main.ts)', () => {
         child.once('exit', () => reject(new Error('exited before printing')));
       });
       const info = JSON.parse(line) as Json;
-      expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(info.url).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
       expect(info.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      caFile = info.caFile as string;
+      expect(readFileSync(caFile, 'utf8')).toMatch(/^-----BEGIN CERTIFICATE-----/);
       expect(info.devices).toHaveLength(3);
       expect(Object.keys(info.devices[0]).sort()).toEqual(
         ['accessToken', 'clientId', 'clientSecret', 'id', 'name', 'projectId', 'projectName', 'refreshToken'].sort(),
       );
-      const r = await fetch(`${info.url}/v2/devices/heartbeat`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${info.devices[0].accessToken}`, 'x-client-version': '1.0.0' },
+      // Verified against the CA file the line names, and nothing else.
+      const status = await new Promise<number | undefined>((resolve, reject) => {
+        const req = httpsRequest(`${info.url}/v2/devices/heartbeat`, {
+          method: 'POST',
+          ca: readFileSync(caFile, 'utf8'),
+          headers: { authorization: `Bearer ${info.devices[0].accessToken}`, 'x-client-version': '1.0.0' },
+        }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        });
+        req.on('error', reject);
+        req.end();
       });
-      expect(r.status).toBe(204);
+      expect(status).toBe(204);
       const referee = (await (await fetch(`${info.adminUrl}/referee/${info.devices[0].id}`)).json()) as Json;
       expect(referee.heartbeats).toBe(1);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+    expect(existsSync(caFile)).toBe(false);
+  });
+
+  it('serves plain HTTP with --plain-http (caFile empty)', async () => {
+    const child = spawn(process.execPath, [bundle, '--plain-http', '--devices', '1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const line = await new Promise<string>((resolve, reject) => {
+        createInterface({ input: child.stdout! }).once('line', resolve);
+        child.once('exit', () => reject(new Error('exited before printing')));
+      });
+      const info = JSON.parse(line) as Json;
+      expect(info.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(info.caFile).toBe('');
+      expect((await fetch(`${info.url}/health`)).status).toBe(200);
     } finally {
       child.kill('SIGTERM');
     }

@@ -79,6 +79,32 @@ async function route(cloud: FakeCloud, req: IncomingMessage): Promise<Reply> {
     const a = cloud.asset(id!);
     return a ? json(200, a) : notFound('asset');
   }
+  if (head === 'certificate' && parts.length === 1 && method === 'POST') {
+    try {
+      return c.serveCertificate(parse(body) as never), ok();
+    } catch (err) {
+      return json(400, { error: (err as Error).message });
+    }
+  }
+  if (head === 'date-offset' && parts.length === 1 && method === 'POST') {
+    const b = parse(body) as { ms?: unknown };
+    if (typeof b.ms !== 'number' || !Number.isFinite(b.ms)) return json(400, { error: 'ms (number) is required' });
+    return c.setDateOffset(b.ms), ok();
+  }
+  if (head === 'connection-faults' && parts.length === 1) {
+    if (method === 'POST') {
+      try {
+        return json(201, { id: c.addConnectionFault(parse(body) as never).id });
+      } catch (err) {
+        return json(400, { error: (err as Error).message });
+      }
+    }
+    if (method === 'GET') return json(200, c.listConnectionFaults());
+    if (method === 'DELETE') return c.clearConnectionFaults(), ok();
+  }
+  if (head === 'connection-faults' && parts.length === 2 && method === 'DELETE') {
+    return c.removeConnectionFault(Number(id)) ? ok() : notFound('connection fault');
+  }
   if (head === 'now' && method === 'GET') return json(200, { t: cloud.now() });
   return notFound('admin route');
 }

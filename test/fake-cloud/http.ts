@@ -62,6 +62,12 @@ export function header(req: IncomingMessage, name: string): string | undefined {
   return Array.isArray(v) ? v[0] : v;
 }
 
+/** The scheme and host a client reached this request at: https over the TLS front. */
+export function baseUrlOf(req: IncomingMessage): string {
+  const tls = (req.socket as { encrypted?: boolean } | undefined)?.encrypted === true;
+  return `${tls ? 'https' : 'http'}://${header(req, 'host') ?? '127.0.0.1'}`;
+}
+
 /** Splits '/a/b?x=1' without URL parsing (hot path): path and raw query. */
 export function splitUrl(url: string | undefined): { path: string; query: string } {
   const u = url ?? '/';

@@ -1,8 +1,5 @@
 // startFakeCloud: the in-process fake of the service's device API.
 // See README.md in this folder for the interface other tests rely on.
-import { createServer } from 'node:http';
-import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { CloudState, makeClock, secret } from './state.js';
 import type { TokenState } from './state.js';
@@ -22,6 +19,10 @@ import { Uploads, STORAGE_PREFIX } from './uploads.js';
 import type { AssetView } from './uploads.js';
 import { startAdmin } from './admin.js';
 import { injectInto, socketError } from './inject.js';
+import { Front } from './front.js';
+import type { ConnectionFault } from './front.js';
+import { validateCertificateChoice } from './certs.js';
+import type { CertificateChoice } from './certs.js';
 import type { InjectRequest, InjectResponse } from './inject.js';
 
 export type { Fault, FaultKind } from './faults.js';
@@ -30,6 +31,8 @@ export type { RefereeReport } from './referee.js';
 export type { AssetView } from './uploads.js';
 export type { TokenState } from './state.js';
 export type { InjectRequest, InjectResponse } from './inject.js';
+export type { CertificateChoice, CertificateKind } from './certs.js';
+export type { ConnectionFault, ConnectionFaultKind } from './front.js';
 
 export interface FakeCloudOptions {
   /** Seeded, paired devices (default 1). */
@@ -61,6 +64,16 @@ export interface FakeCloudOptions {
   wallStart?: number;
   /** Arms a delay fault's timer in agent ms on a virtual clock (with `clock`); default: real timers. */
   setTimer?: (fn: () => void, agentMs: number) => { cancel(): void };
+  /**
+   * Serve HTTPS with a throwaway CA made at start (its PEM in `caFile`);
+   * default false here (the standalone fake defaults to HTTPS). The admin
+   * endpoint stays plain HTTP on loopback.
+   */
+  tls?: boolean;
+  /** The certificate served at start (TLS only; default `{kind: 'good'}`). */
+  certificate?: CertificateChoice;
+  /** Where the CA file is written (default a fresh temp dir, removed at close). */
+  caDir?: string;
 }
 
 export interface SeededDevice {
@@ -99,11 +112,28 @@ export interface FakeCloudControl {
    * no tooLate across it, as for a fault.
    */
   deviceAway(deviceId: string, fromMs: number, toMs: number): void;
+  /** TLS only: new handshakes get this certificate; idle kept-alive connections are dropped. */
+  serveCertificate(choice: CertificateChoice): void;
+  /**
+   * The service's clock runs `ms` ahead of the real one (negative: behind) in
+   * the HTTP Date header of every answer: with a certificate valid from a
+   * future date, the unit looks as far behind as a Pi booted before NTP.
+   */
+  setDateOffset(ms: number): void;
+  /** A fault on new connections before any HTTP (cut or slow TLS handshakes). */
+  addConnectionFault(fault: ConnectionFault): FaultHandle;
+  removeConnectionFault(id: number): boolean;
+  clearConnectionFaults(): void;
+  listConnectionFaults(): Array<ConnectionFault & { id: number; hits: number }>;
 }
 
 export interface FakeCloud {
   url: string;
   adminUrl: string;
+  /** The throwaway CA's certificate file (PEM) when serving TLS, else ''. */
+  caFile: string;
+  /** The same CA as PEM text, '' over plain HTTP. */
+  caPem: string;
   clientSecret: string;
   devices: SeededDevice[];
   journal: JournalEntry[];
@@ -130,16 +160,6 @@ export interface FakeCloud {
 }
 
 const HOST = '127.0.0.1';
-
-function listen(server: Server, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, HOST, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
 
 export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<FakeCloud> {
   const timeScale = options.timeScale ?? 1;
@@ -196,20 +216,32 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
   }
 
   const serve = options.listen !== false;
-  const server = createServer({ keepAliveTimeout: 5000 }, pipeline.handle);
-  const port = serve ? await listen(server, options.port ?? 0) : 0;
+  let dateOffsetMs = 0;
+  let badCertificateSince: number | undefined = options.certificate !== undefined && options.certificate.kind !== 'good' && options.certificate.kind !== 'custom' ? 0 : undefined;
+  const front = new Front({
+    host: HOST,
+    tls: serve && options.tls === true,
+    ...(options.certificate !== undefined && { certificate: validateCertificateChoice(options.certificate) }),
+    ...(options.caDir !== undefined && { caDir: options.caDir }),
+    timeScale,
+    random: options.random ?? Math.random,
+    onFault: (f) => referee.disturbed(undefined, clock.now(), clock.now() + (f.delayMs ?? 0)),
+    handler: (req, res) => {
+      // The service's clock as the test set it: only the HTTP Date header moves.
+      if (dateOffsetMs !== 0) res.setHeader('date', new Date(Date.now() + dateOffsetMs).toUTCString());
+      pipeline.handle(req, res);
+    },
+  });
+  const port = serve ? await front.start(options.port ?? 0) : 0;
   let listening = true;
   let closing = false;
 
-  const stopListening = (): Promise<void> =>
-    new Promise((resolve) => {
-      if (!listening) return resolve();
-      listening = false;
-      if (!serve) return resolve();
-      server.close(() => resolve());
-      // Keep-alive sockets would otherwise keep serving a "refused" client.
-      server.closeAllConnections();
-    });
+  const stopListening = async (): Promise<void> => {
+    if (!listening) return;
+    listening = false;
+    // Keep-alive sockets would otherwise keep serving a "refused" client.
+    if (serve) await front.stop();
+  };
 
   const deviceOrThrow = (id: string) => {
     const d = state.devices.get(id);
@@ -224,7 +256,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     },
     async acceptConnections() {
       if (listening || closing) return;
-      if (serve) await listen(server, port);
+      if (serve) await front.listen(port);
       listening = true;
       referee.accepted();
     },
@@ -253,11 +285,30 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
       deviceOrThrow(deviceId);
       referee.disturbed(deviceId, fromMs, toMs);
     },
+    serveCertificate(choice) {
+      front.serveCertificate(validateCertificateChoice(choice));
+      // A certificate no client accepts serves nobody: the referee counts no lateness across it.
+      if (choice.kind !== 'good' && choice.kind !== 'custom') badCertificateSince ??= clock.now();
+      else if (badCertificateSince !== undefined) {
+        referee.disturbed(undefined, badCertificateSince, clock.now());
+        badCertificateSince = undefined;
+      }
+    },
+    setDateOffset(ms) {
+      if (!Number.isFinite(ms)) throw new Error('the Date offset must be a number of ms');
+      dateOffsetMs = ms;
+    },
+    addConnectionFault: (fault) => front.addConnectionFault(fault),
+    removeConnectionFault: (id) => front.removeConnectionFault(id),
+    clearConnectionFaults: () => front.clearConnectionFaults(),
+    listConnectionFaults: () => front.listConnectionFaults(),
   };
 
   const cloud: FakeCloud = {
-    url: serve ? `http://${HOST}:${port}` : '',
+    url: serve ? `${front.scheme}://${HOST}:${port}` : '',
     adminUrl: '',
+    caFile: front.caFile,
+    caPem: front.ca?.certPem ?? '',
     clientSecret,
     devices: seeded,
     journal,
@@ -278,6 +329,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
       closing = true;
       pipeline.close();
       await Promise.all([stopListening(), admin.close()]);
+      await front.close();
     },
   };
   const admin = serve ? await startAdmin(cloud, HOST, options.adminPort ?? 0) : { url: '', close: async () => {} };

@@ -1,12 +1,17 @@
-// Standalone fake cloud: prints one JSON line {url, adminUrl, clientSecret,
-// devices} on stdout, then serves until SIGINT/SIGTERM.
+// Standalone fake cloud: prints one JSON line {url, adminUrl, caFile,
+// clientSecret, devices} on stdout, then serves until SIGINT/SIGTERM. HTTPS
+// with a throwaway CA by default (caFile names its PEM); --plain-http serves
+// plain HTTP on loopback instead (caFile is then '').
 import { parseArgs } from 'node:util';
 import { startFakeCloud } from './index.js';
 import type { FakeCloudOptions } from './index.js';
+import { CERTIFICATE_KINDS, type CertificateKind } from './certs.js';
 
 const USAGE = `usage: fake-cloud [--port N] [--admin-port N] [--devices N] [--time-scale N]
                   [--auto-approve SECONDS] [--token-lifetime SECONDS]
-                  [--rate-limit LIMIT/WINDOW_MS] [--client-secret SECRET]`;
+                  [--rate-limit LIMIT/WINDOW_MS] [--client-secret SECRET]
+                  [--plain-http | --certificate KIND] [--ca-dir DIR]
+  KIND: ${CERTIFICATE_KINDS.filter((k) => k !== 'custom').join(', ')}`;
 
 function fail(message: string): never {
   process.stderr.write(`fake-cloud: ${message}\n${USAGE}\n`);
@@ -32,6 +37,9 @@ try {
       'token-lifetime': { type: 'string' },
       'rate-limit': { type: 'string' },
       'client-secret': { type: 'string' },
+      'plain-http': { type: 'boolean' },
+      certificate: { type: 'string' },
+      'ca-dir': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -56,6 +64,14 @@ set('timeScale', num('time-scale', str('time-scale'), Number.MIN_VALUE));
 set('autoApproveSeconds', num('auto-approve', str('auto-approve'), 0));
 set('tokenLifetimeSeconds', num('token-lifetime', str('token-lifetime'), 1));
 set('clientSecret', str('client-secret'));
+options.tls = values['plain-http'] !== true;
+const certificate = str('certificate');
+if (certificate !== undefined) {
+  if (!options.tls) fail('--certificate needs HTTPS: drop --plain-http');
+  if (!CERTIFICATE_KINDS.includes(certificate as CertificateKind) || certificate === 'custom') fail(`--certificate must be one of the KINDs, got ${JSON.stringify(certificate)}`);
+  options.certificate = { kind: certificate as CertificateKind };
+}
+set('caDir', str('ca-dir'));
 const rl = str('rate-limit');
 if (rl !== undefined) {
   const m = /^(\d+)\/(\d+)$/.exec(rl);
@@ -65,7 +81,7 @@ if (rl !== undefined) {
 
 const cloud = await startFakeCloud(options);
 process.stdout.write(
-  JSON.stringify({ url: cloud.url, adminUrl: cloud.adminUrl, clientSecret: cloud.clientSecret, devices: cloud.devices }) + '\n',
+  JSON.stringify({ url: cloud.url, adminUrl: cloud.adminUrl, caFile: cloud.caFile, clientSecret: cloud.clientSecret, devices: cloud.devices }) + '\n',
 );
 
 let stopping = false;

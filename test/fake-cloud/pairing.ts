@@ -1,6 +1,6 @@
 // Device-code pairing (RFC 8628 style), token grants and revocation.
 import { randomInt } from 'node:crypto';
-import { json, oauthError, header } from './http.js';
+import { baseUrlOf, json, oauthError, header } from './http.js';
 import type { Reply } from './http.js';
 import { parseForm } from './forms.js';
 import type { Form } from './forms.js';
@@ -90,7 +90,7 @@ export class Pairing {
     this.byUserCode.set(userCode, p);
     const known = this.state.byClientId.get(p.clientId);
     if (known !== undefined) ctx.deviceId = known;
-    const base = `http://${header(ctx.req, 'host') ?? '127.0.0.1'}`;
+    const base = baseUrlOf(ctx.req);
     const qr = header(ctx.req, 'x-client-platypus-enabled') === 'true';
     return json(200, {
       device_code: p.deviceCode,

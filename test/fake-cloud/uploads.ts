@@ -2,7 +2,7 @@
 // and real-time upload parts.
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { header, json, legacyError, parseJsonObject, splitUrl } from './http.js';
+import { baseUrlOf, header, json, legacyError, parseJsonObject, splitUrl } from './http.js';
 import type { Router } from './router.js';
 import type { Clock, CloudState } from './state.js';
 import type { Fault } from './faults.js';
@@ -90,7 +90,7 @@ export class Uploads {
   }
 
   private url(req: IncomingMessage, a: Asset, p: Part): string {
-    const base = `http://${header(req, 'host') ?? '127.0.0.1'}`;
+    const base = baseUrlOf(req);
     return `${base}${STORAGE_PREFIX}${a.id}/${p.key}?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Expires=86400&X-Amz-Signature=${p.signature}`;
   }
 

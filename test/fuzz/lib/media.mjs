@@ -43,6 +43,31 @@ async function getJson(url) {
   return res.json();
 }
 
+async function admin(cloud, method, path, body) {
+  const res = await fetch(`${cloud.adminUrl}${path}`, { method, headers: { 'content-type': 'application/json' }, ...(body !== undefined && { body: JSON.stringify(body) }) });
+  if (!res.ok) throw new Error(`${method} ${path}: HTTP ${res.status} ${await res.text()}`);
+}
+
+/**
+ * A TLS front that misbehaves while the daemon works (the fake serves HTTPS
+ * with its throwaway CA, the daemon trusts it through caFile): handshakes
+ * cut after the ClientHello, handshakes held for agent seconds, and the
+ * certificate swapped mid-run for one no client accepts, then back. All of it
+ * is lifted before the clips are awaited: nothing queued may be lost to it.
+ */
+function tlsTrouble(rng) {
+  return {
+    cut: rng.pick([0, 0, 0.2, 0.5]),
+    slow: rng.pick([0, 0, 0.3, 1]),
+    slowMs: rng.pick([2_000, 8_000, 25_000, 45_000]),
+    swapAt: rng.chance(0.6) ? rng.int(0, 6) : -1,
+    swapTo: rng.pick(['expired', 'unknown-ca', 'wrong-host', 'not-yet-valid']),
+  };
+}
+
+const describeTrouble = (t) =>
+  `TLS front: ${t.cut > 0 ? `${t.cut * 100}% handshakes cut` : 'no handshake cut'}, ${t.slow > 0 ? `${t.slow * 100}% held ${t.slowMs} agent ms` : 'none held'}, ${t.swapAt >= 0 ? `a ${t.swapTo} certificate from step ${t.swapAt}` : 'no certificate swap'}`;
+
 async function startCloud(ctx, scale) {
   const c = start(process.execPath, [ctx.fakeCloud, '--port', '0', '--admin-port', '0', '--devices', '1', '--time-scale', String(scale)], { timeoutMs: Infinity, rssLimitMiB: 2048 });
   let line = '';
@@ -369,7 +394,10 @@ export const mediaTarget = {
         C2C_HOST_ROOT: dirs.host,
         C2C_MEDIA_DIR: dirs.media,
         C2C_LOG_LEVEL: 'debug',
+        ...(cloud.caFile && { C2C_CA_FILE: cloud.caFile }),
       };
+      const trouble = cloud.caFile ? tlsTrouble(rng.fork('tls')) : undefined;
+      if (trouble) desc.push(describeTrouble(trouble));
       // Storage answers held a few agent seconds: a rewrite can land between two parts of one upload.
       const delayMs = rng.pick([0, 2_000, 5_000, 5_000, 15_000]);
       if (delayMs > 0) await fetch(`${cloud.adminUrl}/faults`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ kind: 'delay', path: '/_storage/*', delayMs, fraction: rng.pick([0.5, 1]) }) });
@@ -384,16 +412,23 @@ export const mediaTarget = {
       let exited;
       void daemon.done.then((r) => (exited = r));
       const referee0 = await getJson(`${cloud.adminUrl}/referee/${device.id}`);
+      if (trouble?.cut) await admin(cloud, 'POST', '/connection-faults', { kind: 'cut-handshake', fraction: trouble.cut });
+      if (trouble?.slow) await admin(cloud, 'POST', '/connection-faults', { kind: 'slow-handshake', fraction: trouble.slow, delayMs: trouble.slowMs });
       // While it runs: clips come, change, move; hostile entries appear.
       const actions = [];
       const liveSeconds = rng.int(2, 5);
       const steps = rng.int(2, 7);
       for (let i = 0; i < steps; i++) {
+        if (trouble && i === trouble.swapAt) await admin(cloud, 'POST', '/certificate', { kind: trouble.swapTo });
         await sleep((liveSeconds * 1000) / steps);
         const label = await rng.weighted(LIVE_ACTIONS)(media, rng);
         if (label) actions.push(label);
       }
       desc.push(`while running: ${actions.join('; ') || 'nothing'}`);
+      if (trouble) {
+        await admin(cloud, 'DELETE', '/connection-faults');
+        await admin(cloud, 'POST', '/certificate', { kind: 'good' });
+      }
       // Then until every regular clip's final content is stored (or a bound), plus a moment for duplicates.
       const uploads = media.entries.filter((e) => e.expect === 'upload');
       const deadline = Date.now() + 30_000;
