@@ -184,7 +184,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     bus,
     oauth: api.oauth,
     // The grant is verified with its own token before anything uses it: a client of its own, closed after.
-    verifier: (accessToken) => createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: i.agentVersion, clock, logger }),
+    verifier: (accessToken) => createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: i.agentVersion, clock, logger, extraCas: settings.extraCas }),
     clientId: async () => (await getClientId(settings)).clientId,
     credentials: tokens,
   });
