@@ -194,7 +194,13 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // The local API (agent/localapi/): one handler map, each feature's routes registered by its own function.
   const events = new EventsHub({ bus, clock, status: () => status.document(), uploads: () => uploadRows(outboxUnit.items(), new Set(outboxUnit.inFlight())) });
   const routes = new HandlerMap();
-  registerStatusHandlers(routes, { status: () => status.document(), events });
+  registerStatusHandlers(routes, {
+    status: () => {
+      network.refresh();
+      return status.document();
+    },
+    events,
+  });
   registerPairHandlers(routes, { pairing });
   registerUploadHandlers(routes, {
     uploads,

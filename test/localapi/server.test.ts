@@ -11,7 +11,8 @@ import { EventBus } from '../../agent/core/event-bus.js';
 import type { DaemonSnapshot } from '../../agent/core/state.js';
 import { EventsHub } from '../../agent/localapi/events.js';
 import { apiEvents, apiRequest, LocalApiUnreachable } from '../../agent/localapi/client.js';
-import { HandlerMap } from '../../agent/localapi/handlers.js';
+import { HandlerMap, type StreamSink } from '../../agent/localapi/handlers.js';
+import type { UploadRow } from '../../agent/uploads/upload-rows.js';
 import { LocalApiServer } from '../../agent/localapi/server.js';
 import { registerStatusHandlers } from '../../agent/localapi/status-handlers.js';
 import { LOCAL_API } from '../../agent/lib/timing.js';
@@ -253,3 +254,53 @@ async function waitFor(cond: () => boolean, ms = 5_000): Promise<void> {
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+describe('events hub: upload and channels lines', () => {
+  it('an upload line per change (state, bytes, priority), at most one look a second; channels when the section changes; nothing looked at without a reader', async () => {
+    const bus = new EventBus();
+    const clock = new FakeClock();
+    let looks = 0;
+    let rows: UploadRow[] = [];
+    let channels = { detected: ['video'], known: null as string[] | null, pendingSyncs: 1 };
+    const hub = new EventsHub({
+      bus,
+      clock,
+      status: () => ({ ...snapshot('online'), channels }),
+      uploads: () => {
+        looks++;
+        return rows;
+      },
+    });
+    hub.start();
+    bus.emit('bytesSent', { bytes: 1 });
+    await clock.advance(5_000);
+    expect(looks).toBe(0);
+    const lines: unknown[] = [];
+    const sink: StreamSink = { send: (o) => (lines.push(o), true), end: () => undefined, buffered: 0, onClose: () => undefined };
+    const row = (state: UploadRow['state'], bytesDone: number, priority: UploadRow['priority'] = 'normal'): UploadRow => ({ id: 'b:1', name: 'a.mp4', path: '/m/a.mp4', state, bytesDone, bytesTotal: 10, priority });
+    rows = [row('queued', 0)];
+    hub.attach(sink);
+    expect(lines).toHaveLength(1);
+    rows = [row('uploading', 5)];
+    bus.emit('bytesSent', { bytes: 5 });
+    bus.emit('bytesSent', { bytes: 5 });
+    await clock.advance(0);
+    expect(lines.slice(1)).toEqual([{ type: 'upload', at: expect.any(String), id: 'b:1', name: 'a.mp4', state: 'uploading', bytesDone: 5, bytesTotal: 10, priority: 'normal' }]);
+    // Within the second: one more look, once the second is over.
+    rows = [row('done', 10, 'high')];
+    bus.emit('outboxSettled', {});
+    await clock.advance(500);
+    expect(lines).toHaveLength(2);
+    await clock.advance(500);
+    expect(lines.at(-1)).toMatchObject({ type: 'upload', state: 'done', bytesDone: 10, priority: 'high' });
+    // Nothing changed: no line.
+    bus.emit('statusChanged', {});
+    await clock.advance(2_000);
+    expect(lines).toHaveLength(3);
+    channels = { detected: ['video'], known: ['video'], pendingSyncs: 0 };
+    bus.emit('channelsSynced', { map: { video: 'c1' } });
+    bus.emit('channelsDetected', { keys: new Set(['video']) });
+    expect(lines.slice(3)).toEqual([{ type: 'channels', at: expect.any(String), detected: ['video'], known: ['video'], pendingSyncs: 0 }]);
+    await hub.stop();
+  });
+});

@@ -6,7 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { defaultRouteInterface, readDefaultLink } from '../../agent/network/link.js';
-import { LINK_REREAD_MS, NetworkUnit } from '../../agent/network/network-unit.js';
+import { LINK_REREAD_MS, LINK_STALE_MS, NetworkUnit } from '../../agent/network/network-unit.js';
 import { statusDocumentOf } from '../../agent/core/status-document.js';
 import { FakeClock } from '../support/fake-clock.js';
 
@@ -71,13 +71,29 @@ describe('network link', () => {
     routes(route('eth0', '00000000', 0));
     const section = unit.report().network;
     expect(section).toEqual({ interface: 'eth0', type: 'ethernet', serviceRttMs: 42, uploadBytesPerSecond: 1234, lastContactAt: '2026-01-01T12:00:00.000Z' });
-    unit.report();
+    // status.json (every heartbeat) reads it again only after LINK_STALE_MS; the API's look after LINK_REREAD_MS.
     await clock.advance(LINK_REREAD_MS - 1);
+    unit.refresh();
     unit.report();
     expect(reads).toBe(1);
     await clock.advance(1);
     unit.report();
+    expect(reads).toBe(1);
+    unit.refresh();
     expect(reads).toBe(2);
+    await clock.advance(LINK_STALE_MS - 1);
+    unit.report();
+    expect(reads).toBe(2);
+    await clock.advance(1);
+    unit.report();
+    expect(reads).toBe(3);
+    // A state transition makes the next look read it.
+    unit.onSnapshot({} as never, false);
+    unit.report();
+    expect(reads).toBe(3);
+    unit.onSnapshot({} as never, true);
+    unit.report();
+    expect(reads).toBe(4);
     // The status document's reader keeps the section as written.
     const doc = statusDocumentOf({ ...JSON.parse(JSON.stringify({ state: 'online', reason: 'x', since: { at: 'a', monotonic: 1 }, pid: 1, started: { at: 'a', monotonic: 1 }, consecutiveFailures: 0, firmwareVersion: '1.0.0', agentVersion: '0', timeScale: 1, updated: { at: 'a', monotonic: 1 } })), network: section });
     expect(doc?.network).toEqual(section);
