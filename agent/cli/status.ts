@@ -39,6 +39,11 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   const rl = s.rateLimit;
   if (s.channels) lines.push(`channels:    ${channelSummary(s.channels)}`);
   if (s.outbox) lines.push(`queue:       ${queueSummary(s.outbox.byKind)}`);
+  // Real-time uploads: each recording, what is on disk and sent, and when it is finished with what is on disk if nothing more comes.
+  for (const r of s.uploads?.recording ?? []) {
+    const idle = r.idleSeconds >= 60 ? `, nothing written for ${formatDuration(r.idleSeconds * 1000)} (finished as it is in ${formatDuration(r.finishedInSeconds * 1000)})` : '';
+    lines.push(`recording:   ${oneLine(r.name, 120)}: ${formatBytes(r.bytesSent)} of ${formatBytes(r.bytesOnDisk)} on disk sent${idle}`);
+  }
   if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
     lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
   }

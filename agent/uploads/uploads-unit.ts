@@ -269,7 +269,8 @@ export class UploadsUnit implements DaemonUnit {
     const u = this.figures();
     if (u.files === 0) return undefined;
     const rate = u.bytesPerSecond > 0 ? `, ${formatBytes(u.bytesPerSecond)}/s` : '';
-    return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}`;
+    const recording = u.recording && u.recording.length > 0 ? `; ${u.recording.length} recording` : '';
+    return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}${recording}`;
   }
 
   /** Bytes a second sent to storage over the last RATE_WINDOW_MS (the network section shows it too). */
