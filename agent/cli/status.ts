@@ -8,7 +8,7 @@ import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { daemonRuns } from '../daemon/runtime/run-lock.js';
 import type { ChannelsSection, OutboxSection, StatusDocument } from '../core/status-document.js';
 import { NEEDS_PAIRING_LINE } from '../daemon/snapshot.js';
-import { formatDuration, oneLine } from '../lib/text.js';
+import { formatBytes, formatDuration, oneLine } from '../lib/text.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printError, printJson, printLine } from './output.js';
 import { describeOffset } from './check-report.js';
