@@ -8,6 +8,7 @@ import type { UploadsUnit } from '../uploads/uploads-unit.js';
 import type { UploadPayload } from '../uploads/upload-item.js';
 import { ApiError, badRequest, notFound, type HandlerMap } from './handlers.js';
 import type { EventsHub } from './events.js';
+import { apiErrorOf } from './pair-handlers.js';
 
 export interface UploadHandlerDeps {
   uploads: Pick<UploadsUnit, 'queueByHand' | 'cancel' | 'cancelAll' | 'setPriority'>;
@@ -47,7 +48,9 @@ export function registerUploadHandlers(routes: HandlerMap, d: UploadHandlerDeps)
       if (!v.ok) throw new ApiError(v.status, v.status === 403 ? 'forbidden' : v.status === 404 ? 'not-found' : 'bad-request', `${v.reason}; nothing was queued`);
       files.push(v.file);
     }
-    const uploads = await d.uploads.queueByHand(files, urgent);
+    const uploads = await d.uploads.queueByHand(files, urgent).catch((err: unknown) => {
+      throw apiErrorOf(err);
+    });
     d.events?.uploadsSoon();
     return { status: 202, body: { uploads } };
   });

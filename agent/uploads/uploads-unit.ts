@@ -13,6 +13,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
 import { DirWatcher } from '../lib/dir-watcher.js';
+import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { formatBytes } from '../lib/text.js';
 import type { DaemonUnit } from '../core/unit.js';
@@ -182,7 +183,7 @@ export class UploadsUnit implements DaemonUnit {
    */
   queueByHand(files: UploadPayload[], urgent: boolean): Promise<QueuedByHand[]> {
     const run = this.work.then(async () => {
-      if (!(await this.d.outbox.ready())) throw new Error('the upload queue could not be opened; see the log');
+      if (!(await this.d.outbox.ready())) throw new AgentError('unavailable', 'the upload queue could not be opened (see the daemon\'s log); nothing was queued');
       const out: QueuedByHand[] = [];
       const batch: Array<{ p: UploadPayload; id: string | null }> = [];
       for (const p of files) {
