@@ -159,6 +159,25 @@ describe('assetEndpoints: validation of the answer', () => {
     expect(err.message).not.toContain('sig=');
   });
 
+  test('real time: created with is_realtime_upload and no filesize; parts asked with their numbers, sizes and the final size', async () => {
+    answer = { id: 'rt-1', upload_urls: [] };
+    expect((await stubAssets.createRealtime({ name: 'take.mov', filetype: 'video/quicktime', offset: 0 })).value).toEqual({ id: 'rt-1' });
+    expect(lastBody).toEqual({ name: 'take.mov', filetype: 'video/quicktime', offset: 0, is_realtime_upload: true });
+    answer = { upload_urls: ['https://bucket.example/rt-1/3?X-Amz-Signature=0badc0de0badc0de', 'https://bucket.example/rt-1/1?X-Amz-Signature=0badf00d0badf00d'] };
+    const { value } = await stubAssets.realtimeParts('rt-1', [{ number: 3, size: 10, final: true }, { number: 1, size: 8 * 1024 * 1024 }], 16_777_226);
+    expect(lastBody).toEqual({ parts: [{ number: 3, size: 10, is_final: true }, { number: 1, size: 8 * 1024 * 1024, is_final: false }], asset_filesize: 16_777_226 });
+    expect(value).toHaveLength(2);
+    expect(scrub(`PUT ${value[1]} failed`)).not.toContain('0badf00d');
+  });
+
+  test('real time: an answer with another count of URLs than the parts asked is a protocol error, its URLs registered', async () => {
+    answer = { upload_urls: ['https://bucket.example/rt-1/2?X-Amz-Signature=facadefacade1234'] };
+    const err = await failure(stubAssets.realtimeParts('rt-1', [{ number: 2, size: 5 * 1024 * 1024 }, { number: 3, size: 5 * 1024 * 1024 }]));
+    expect(err.kind).toBe('protocol');
+    expect(err.message).toContain("field 'upload_urls' has 1 URLs for the 2 parts asked");
+    expect(scrub('https://bucket.example/rt-1/2?X-Amz-Signature=facadefacade1234')).toBe(REDACTED);
+  });
+
   test('the URLs of a refused answer are registered too', async () => {
     answer = { id: 7, upload_urls: ['https://s.example/a/1?X-Amz-Signature=0123456789abcdef'] };
     await failure(stubAssets.create(clip(7)));

@@ -4,7 +4,7 @@
 // computed here from the service's rules (docs/service-api.md, "Real-time
 // uploads": parts joined in number order), never from the agent's code.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AssetView, FakeCloud } from '../fake-cloud/index.js';
 import { sleepReal } from './refresh-harness.js';
@@ -40,6 +40,8 @@ export interface RecorderOptions {
   patchAlso?: number[];
   /** Called after the patch, just before the rename. */
   beforeRename?: () => Promise<void> | void;
+  /** The recording is lost instead of finished (the card pulled): the .part is removed, never renamed. */
+  vanish?: boolean;
 }
 
 /**
@@ -70,7 +72,8 @@ export function record(dir: string, name: string, o: RecorderOptions): Recording
       closeSync(fd);
     }
     await o.beforeRename?.();
-    renameSync(part, file);
+    if (o.vanish) unlinkSync(part);
+    else renameSync(part, file);
   })();
   return { part, file, done, written: () => written };
 }

@@ -139,4 +139,36 @@ describe('real-time uploads', () => {
       media.remove();
     }
   }, 180_000);
+
+  it('a .part that disappears ends its item with the reason and blocks nothing; a paused device refuses a recording once, never again', async () => {
+    const rig = await rigUp();
+    const media = tmpfsMedia();
+    try {
+      const agent = startRealtime(rig, media.dir);
+      await online(rig, agent);
+      const lost = record(media.dir, 'lost.mov', { bytes: 40 * MiB, rate: RATE, vanish: true });
+      await lost.done;
+      const next = record(media.dir, 'next.mov', { bytes: 30 * MiB + 5, rate: RATE });
+      await next.done;
+      await waitFor('next.mov complete', () => assetsNamed(rig.cloud, 'next.mov').some((a) => a.complete), 30_000, 50);
+      expect(realtimeProblems(assetsNamed(rig.cloud, 'next.mov')[0]!, next.file, 30 * MiB + 5)).toEqual([]);
+      const items = async (): Promise<Array<Record<string, unknown>>> => ((await cli(rig, ['queue'])).json.items as Array<Record<string, unknown>>) ?? [];
+      const gone = await waitFor('lost.mov ended', async () => (await items()).find((i) => (i.upload as { name?: string } | undefined)?.name === 'lost.mov' && i.state === 'dead'), 20_000, 100);
+      expect(gone.reason).toMatch(/^the recording is gone: .*lost\.mov\.part disappeared without becoming .*lost\.mov/);
+      expect(assetsNamed(rig.cloud, 'lost.mov').filter((a) => a.complete)).toEqual([]);
+
+      rig.cloud.control.pause(rig.device.id);
+      const before = assetCreates(rig.cloud).length;
+      const paused = record(media.dir, 'paused.mov', { bytes: 12 * MiB, rate: RATE });
+      await paused.done;
+      const refused = await waitFor('paused.mov refused', async () => (await items()).find((i) => (i.upload as { name?: string } | undefined)?.name === 'paused.mov' && i.state === 'dead'), 20_000, 100);
+      expect(refused.upload).toMatchObject({ state: 'paused-refused' });
+      // The finished file settles and is seen again: still the one create, answered 409.
+      await sleepReal(3000);
+      expect(assetCreates(rig.cloud).slice(before).map((e) => e.status)).toEqual([409]);
+      expect(deadLettered(agent).filter((m) => !/lost\.mov|paused\.mov/.test(m))).toEqual([]);
+    } finally {
+      media.remove();
+    }
+  }, 120_000);
 });
