@@ -12,12 +12,15 @@ import { utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from './agent-process.js';
 import { sleepReal } from './refresh-harness.js';
+import { soak } from '../support/soak.js';
 import { CONNECT_PATH, KEYS, cli, indexesAtService, plug, serviceChannels, startChannelAgent, tempFiles, unplug, useChannelRigs, type ChannelKey } from './channels-harness.js';
 import { CONF_TEMP, QueueTracker, convergeAndAudit, hardwareChaos, queueShape } from './channels-crash-tracker.js';
 
 const SCALE = 300;
-const KILLS = 90;
-const BUDGET_MS = 120_000;
+const { figure, random } = soak('channels through kills, service answering', ['channelOnlineKills']);
+const KILLS = figure('channelOnlineKills');
+/** About 0.9 real s per kill; 1.4 leaves room for a loaded machine. */
+const BUDGET_MS = Math.max(30_000, KILLS * 1_400);
 const FINAL: ChannelKey[] = ['video', 'timecode'];
 
 const rigAt = useChannelRigs();
@@ -32,7 +35,7 @@ describe('channels through SIGKILLs while the service answers', () => {
     const answeredCalls = (): number => c.journal.filter((e) => e.deviceId === rig.device.id && e.method === 'POST' && e.path.startsWith(CONNECT_PATH) && e.status !== 0).length;
 
     plug(rig, 'audio');
-    const chaos = hardwareChaos(rig);
+    const chaos = hardwareChaos(rig, random);
     try {
       for (let i = 1; i <= KILLS; i++) {
         if (Date.now() - t0 > BUDGET_MS) throw new Error(`only ${tracker.kills} kills in ${BUDGET_MS} ms: ${JSON.stringify(stats)}`);
@@ -41,19 +44,19 @@ describe('channels through SIGKILLs while the service answers', () => {
         const mode = i % 3;
         if (mode === 0) {
           stats.random++;
-          await sleepReal(Math.random() * 1_200);
+          await sleepReal(random() * 1_200);
         } else if (mode === 1) {
           stats.atQueueWrite++;
           const shape = queueShape(rig);
           const ok = await waitFor('a queue write', () => queueShape(rig) !== shape || alive(), 1_500, 1).then(() => true, () => false);
           if (ok) stats.queueWriteHit++;
-          await sleepReal(Math.random() * 2);
+          await sleepReal(random() * 2);
         } else {
           stats.atChannelAnswer++;
           const seen = answeredCalls();
           const ok = await waitFor('a channel call answered', () => answeredCalls() > seen || alive(), 1_500, 1).then(() => true, () => false);
           if (ok) stats.channelAnswerHit++;
-          if (Math.random() < 0.5) await sleepReal(Math.random() * 3);
+          if (random() < 0.5) await sleepReal(random() * 3);
         }
         await tracker.kill9(agent, `kill ${i}`);
       }
@@ -98,7 +101,7 @@ describe('channels through SIGKILLs while the service answers', () => {
       const agent = startChannelAgent(rig);
       const seen = answered();
       await waitFor('a connect answered', () => answered() > seen || agent.child.exitCode !== null, 5_000, 0).catch(() => undefined);
-      const until = performance.now() + 0.5 + Math.random() * 2.5;
+      const until = performance.now() + 0.5 + random() * 2.5;
       while (performance.now() < until) {
         // spin: a timer could not aim within the millisecond the write takes
       }

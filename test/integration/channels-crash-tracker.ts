@@ -164,17 +164,17 @@ export function queueShape(rig: Rig): number {
   return dirBytes(join(rig.dirs.stateDir, 'queue'));
 }
 
-/** Files toggled at random under the host root until stop() (every 3 to 60 real ms). */
-export function hardwareChaos(rig: Rig): { stop(): Promise<number> } {
+/** Files toggled at random (`random`: the soak's seeded PRNG) under the host root until stop() (every 3 to 60 real ms). */
+export function hardwareChaos(rig: Rig, random: () => number): { stop(): Promise<number> } {
   let running = true;
   let toggles = 0;
   const loop = (async () => {
     while (running) {
-      const key = KEYS[Math.floor(Math.random() * KEYS.length)]!;
+      const key = KEYS[Math.floor(random() * KEYS.length)]!;
       if (pluggedNow(rig).includes(key)) unplug(rig, key);
       else plug(rig, key);
       toggles++;
-      await sleepReal(3 + Math.random() * 57);
+      await sleepReal(3 + random() * 57);
     }
   })();
   return {

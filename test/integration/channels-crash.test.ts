@@ -1,8 +1,9 @@
 // The channel crash test: channels plugged and unplugged at random under the
 // host root while the service refuses connections, and the daemon SIGKILLed
-// 200+ times at random moments (restarted at once with the same dirs each
-// time). Then the service comes back, the hardware holds still, and the last
-// daemon must bring the service to exactly one channel per plugged device,
+// at random moments, restarted at once with the same dirs each time (a soak,
+// test/support/soak.ts: 45 kills in `npm test`, 200 in `npm run test:soak`).
+// Then the service comes back, the hardware holds still, and the last daemon
+// must bring the service to exactly one channel per plugged device,
 // with every channel-sync the daemon ever put on flash ended (done or
 // superseded), none lost, no quarantine without real corruption, a bounded
 // queue dir and no temp files left behind.
@@ -14,13 +15,16 @@
 import { describe, expect, it } from '@jest/globals';
 import { waitFor } from './agent-process.js';
 import { useCrashSuite } from './crash-suite.js';
+import { soak } from '../support/soak.js';
 import { sleepReal } from './refresh-harness.js';
 import { KEYS, channelCalls, indexesAtService, makeRig, plug, serviceChannels, startChannelAgent, unplug, type ChannelKey } from './channels-harness.js';
 import { QueueTracker, convergeAndAudit, hardwareChaos, queueShape } from './channels-crash-tracker.js';
 
 const SCALE = 300; // the debounce (5 agent s) is 17 real ms, a group-commit window 0.5 real s
-const KILLS = 200;
-const BUDGET_MS = 200_000;
+const { figure, random } = soak('channels through kills, service refusing', ['channelKills']);
+const KILLS = figure('channelKills');
+/** About 0.6 real s per kill; a second each leaves room for a loaded machine. */
+const BUDGET_MS = Math.max(30_000, KILLS * 1_000);
 const FINAL: ChannelKey[] = ['audio', 'timecode'];
 
 const suite = useCrashSuite();
@@ -48,7 +52,7 @@ describe('channels through SIGKILLs while the service refuses connections', () =
 
     // Offline: the service refuses every connection; the hardware changes at random throughout.
     cloud.control.refuseConnections();
-    const chaos = hardwareChaos(rig);
+    const chaos = hardwareChaos(rig, random);
     try {
       for (let i = 1; i <= KILLS; i++) {
         if (Date.now() - t0 > BUDGET_MS) throw new Error(`only ${tracker.kills} kills in ${BUDGET_MS} ms: ${JSON.stringify(stats)}`);
@@ -57,11 +61,11 @@ describe('channels through SIGKILLs while the service refuses connections', () =
         if (mode === 0) {
           // While node starts and the daemon opens its queue.
           stats.early++;
-          await sleepReal(Math.random() * 250);
+          await sleepReal(random() * 250);
         } else if (mode === 1) {
           // Anywhere in the first group-commit windows, with the detector reporting changes.
           stats.mid++;
-          await sleepReal(250 + Math.random() * 650);
+          await sleepReal(250 + random() * 650);
         } else {
           // Aimed: as soon as the queue dir changes (a put or an end going to flash), plus 0-2 ms.
           stats.aimed++;
@@ -71,7 +75,7 @@ describe('channels through SIGKILLs while the service refuses connections', () =
             () => false,
           );
           if (hit) stats.aimedHit++;
-          await sleepReal(Math.random() * 2);
+          await sleepReal(random() * 2);
         }
         await tracker.kill9(agent, `kill ${i}`);
       }

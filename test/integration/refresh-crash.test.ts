@@ -1,6 +1,8 @@
-// kill -9 at random moments through 100+ token refreshes: a refresh token is
-// single use, so the credentials file must always hold a pair that parses,
-// and a pair the service still honours, except in the one documented case
+// kill -9 at random moments through token refreshes (a soak,
+// test/support/soak.ts: 30 refreshes in `npm test`, 100 in
+// `npm run test:soak`): a refresh token is single use, so the credentials
+// file must always hold a pair that parses, and a pair the service still
+// honours, except in the one documented case
 // (the refresh was answered but the new pair never reached the file: a lost
 // answer), where the restarted daemon must say it needs pairing.
 import { describe, expect, it } from '@jest/globals';
@@ -8,6 +10,7 @@ import { existsSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from './agent-process.js';
 import { useCrashSuite } from './crash-suite.js';
+import { soak } from '../support/soak.js';
 import {
   TOKEN_PATH,
   credentialTemps,
@@ -25,8 +28,10 @@ import {
 /** 120 agent-s tokens at scale 300: a refresh every 60-90 agent s, i.e. every 0.2-0.3 real s. */
 const SCALE = 300;
 const LIFETIME_S = 120;
-const REFRESHES = 100;
-const BUDGET_MS = 240_000;
+const { figure, random } = soak('refreshes through kills', ['refreshKills']);
+const REFRESHES = figure('refreshKills');
+/** About 1.2 real s per refresh; 2.4 leaves room for a loaded machine and the re-pairings. */
+const BUDGET_MS = Math.max(40_000, REFRESHES * 2_400);
 
 const suite = useCrashSuite();
 
@@ -74,10 +79,10 @@ describe('kill -9 during refreshes', () => {
         // Aim at the write window: the moment the fake sees a refresh, plus 0-8 real ms.
         const seen = tokenCalls();
         await waitFor('a refresh', () => tokenCalls() > seen || agent.child.exitCode !== null, 5_000, 1).catch(() => undefined);
-        await sleepReal(Math.random() * 8);
+        await sleepReal(random() * 8);
         stats.nearRefresh++;
       } else {
-        await sleepReal(50 + Math.random() * 1200);
+        await sleepReal(50 + random() * 1200);
         stats.anytime++;
       }
       await kill9(agent);
@@ -135,7 +140,8 @@ describe('kill -9 during refreshes', () => {
     const refreshed = c.journal.filter((e) => e.method === 'POST' && e.path === TOKEN_PATH && e.status === 200).length - repairs;
     console.log(JSON.stringify({ ...stats, refreshCalls: refreshCalls(), refreshed, realS: (Date.now() - t0) / 1000 }));
     expect(refreshCalls()).toBeGreaterThanOrEqual(REFRESHES);
-    expect(stats.kills).toBeGreaterThanOrEqual(20);
+    // A kill every 5 refreshes at least: half the kills are aimed at one, the others wait up to 1.25 real s.
+    expect(stats.kills).toBeGreaterThanOrEqual(Math.floor(REFRESHES / 5));
     expect(existsSync(planted)).toBe(false);
   }, BUDGET_MS + 60_000);
 });

@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { waitFor } from './agent-process.js';
 import { useCrashSuite } from './crash-suite.js';
+import { soak, soakStrictReferee } from '../support/soak.js';
 import { HEARTBEAT_PATH, TOKEN_PATH, entriesOf, journalQuiet, readCredentials, reachState, startRefreshingAgent, writeClientSecret, writeCredentials } from './refresh-harness.js';
 
 const HOUR = 3_600_000;
@@ -23,20 +24,22 @@ async function setup(timeScale: number, tokenLifetimeSeconds: number, env: Recor
 }
 
 describe('refresh rotation', () => {
-  // The default (a day of 1 h tokens at scale 1000, about 90 real s, some 40 refreshes) is what
-  // CI runs. The week of the service's 8 h tokens runs with
-  //   C2C_TEST_REFRESH_SCALE=3000 C2C_TEST_REFRESH_HOURS=168 C2C_TEST_TOKEN_HOURS=8
+  // A soak (test/support/soak.ts): `npm test` runs 6 agent hours of 1 h tokens at scale 1000
+  // (some 10 refreshes, about 22 real s); `npm run test:soak` a day (some 40, about 90 real s).
+  // The week of the service's 8 h tokens runs with
+  //   C2C_SOAK_ROTATION_SCALE=3000 C2C_SOAK_ROTATION_HOURS=168 C2C_SOAK_TOKEN_HOURS=8
   // (about 200 real s). Request timeouts shrink with the scale (30 s is 10 real ms at 3000), so
   // on a loaded 2-core machine a refresh answer can come too late and count as lost: the week
   // is run by hand, not on every CI run.
-  const SCALE = Number(process.env.C2C_TEST_REFRESH_SCALE ?? 1000);
-  const SPAN = Number(process.env.C2C_TEST_REFRESH_HOURS ?? 24) * HOUR;
-  const LIFETIME = Number(process.env.C2C_TEST_TOKEN_HOURS ?? 1) * HOUR;
+  const { figure } = soak('token rotation', ['rotationScale', 'rotationHours', 'rotationTokenHours'], { random: false });
+  const SCALE = figure('rotationScale');
+  const SPAN = figure('rotationHours') * HOUR;
+  const LIFETIME = figure('rotationTokenHours') * HOUR;
   /** Slack on refresh times: 120 real ms of stall. */
   const SLACK = 120 * SCALE;
-  /** The referee judges every heartbeat gap of the week only on request (see the note below). */
-  const STRICT = process.env.C2C_TEST_STRICT_REFEREE === '1';
-  it(`rotates the pair at 50-75 % of its lifetime with no gap in authorization (scale ${SCALE})`, async () => {
+  /** The referee judges every heartbeat gap of the span only on request (see the note below). */
+  const STRICT = soakStrictReferee();
+  it(`rotates the pair at 50-75 % of its lifetime with no gap in authorization (${SPAN / HOUR} agent h at scale ${SCALE})`, async () => {
     const t0 = Date.now();
     const { cloud, dirs, device, agent } = await setup(SCALE, LIFETIME / 1000);
     await waitFor('the span of agent time', () => cloud.now() >= SPAN || agent.child.exitCode !== null, SPAN / SCALE + 30_000, 200);
@@ -70,7 +73,7 @@ describe('refresh rotation', () => {
       refreshesFollowedByGetMe: meAfter, offline: lines.filter((l) => l.to === 'offline').length, warnings: lines.filter((l) => Number(l.level) >= 40).map((l) => l.msg),
     }));
 
-    // ~ a week / 4-6 h, every one answered 200: a 400 would be an old refresh token sent again.
+    // ~ the span / 0.5-0.75 of the lifetime, every one answered 200: a 400 would be an old refresh token sent again.
     expect(count(calls)).toEqual({ 200: calls.length });
     expect(calls.length).toBeGreaterThanOrEqual(Math.floor(SPAN / (0.75 * LIFETIME)));
     expect(calls.length).toBeLessThanOrEqual(Math.ceil(SPAN / (0.5 * LIFETIME)));
@@ -89,10 +92,10 @@ describe('refresh rotation', () => {
     // A refresh neither hurries nor delays a heartbeat: the referee's rules on every gap holding one.
     expect(attemptsAround.filter((g) => g < 60_000 - Math.max(50, 2 * SCALE))).toEqual([]);
     expect(successesAround.filter((g) => g > 300_000)).toEqual([]);
-    // The whole week's referee counts are printed above. At this scale one real ms is 3 agent s,
+    // The whole span's referee counts are printed above. At this scale one real ms is 3 agent s,
     // and a 20-190 ms stall of this loaded 2-core machine reads as a late or early heartbeat: the
     // agent's heartbeat timing is judged at scale 60 in heartbeat.test.ts. Set
-    // C2C_TEST_STRICT_REFEREE=1 to require zero here too.
+    // C2C_SOAK_STRICT_REFEREE=1 to require zero here too.
     if (STRICT) expect({ tooSoon: ref.tooSoon, tooLate: ref.tooLate }).toEqual({ tooSoon: 0, tooLate: 0 });
 
     // The file holds the newest pair: its access token works, its refresh token is the only unused one.
@@ -101,7 +104,7 @@ describe('refresh rotation', () => {
     expect(me.status).toBe(200);
     expect(cloud.tokenState(String(file.refresh_token))).toBe('valid');
     expect(cloud.tokenState(device.refreshToken)).toBe('used');
-  }, 300_000);
+  }, SPAN / SCALE + 90_000);
 });
 
 describe('the person revokes the unit while the daemon runs', () => {

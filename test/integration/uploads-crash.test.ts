@@ -1,7 +1,8 @@
 // Uploads through SIGKILLs: 15 files of 0.2-3 MB (256 KiB parts) in the media
 // dir (old mtimes: every daemon's first scan reports them all), storage
-// answering each PUT 150 real ms late, and the daemon SIGKILLed 100+ times
-// at random moments, restarted at once with the same dirs: while node starts
+// answering each PUT 150 real ms late, and the daemon SIGKILLed at random
+// moments (a soak, test/support/soak.ts: 30 kills in `npm test`, 100 in
+// `npm run test:soak`), restarted at once with the same dirs: while node starts
 // (0-300 ms), 0-30 ms after its first asset create (before the record of it
 // is on flash: the outbox's group commit waits up to half a real second), and
 // 0-0.6 s after its first PUT (chunks on the wire, answers and progress
@@ -18,13 +19,16 @@ import { join } from 'node:path';
 import { type JournalEntry } from '../fake-cloud/index.js';
 import { waitFor } from './agent-process.js';
 import { tempFiles } from './channels-harness.js';
+import { soak } from '../support/soak.js';
 import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
 import { ASSETS_PATH, PART, STORAGE, agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const FILES = 15;
-const KILLS = 100;
-const BUDGET_MS = 150_000;
+const { figure, random } = soak('uploads through kills', ['uploadKills']);
+const KILLS = figure('uploadKills');
+/** About 1.1 real s per kill; 1.5 leaves room for a loaded machine. */
+const BUDGET_MS = Math.max(45_000, KILLS * 1_500);
 const { rigUp, online } = useUploadRigs(SCALE);
 
 const deadLettered = (a: RefreshingAgent): string[] => a.lines().filter((l) => /dead-lettered/.test(String(l.msg))).map((l) => String(l.msg));
@@ -41,7 +45,7 @@ describe('uploads through SIGKILLs', () => {
     const files = new Map<string, Buffer>();
     for (let i = 0; i < FILES; i++) {
       const name = `crash-${String(i).padStart(2, '0')}${['.mp4', '.mov', '.wav', '.jpg', '.r3d'][i % 5]}`;
-      files.set(name, writeMedia(join(rig.media, name), 200_000 + Math.floor(Math.random() * 2_800_000), 3600_000 + i * 1000));
+      files.set(name, writeMedia(join(rig.media, name), 200_000 + Math.floor(random() * 2_800_000), 3600_000 + i * 1000));
     }
     // A slow uplink: storage takes each part at once but answers 400 real ms later (a kill loses the answer).
     rig.cloud.control.addFault({ kind: 'delay', path: '/_storage/*', delayMs: 24_000 });
@@ -58,15 +62,15 @@ describe('uploads through SIGKILLs', () => {
       const mode = i % 3;
       if (mode === 0) {
         stats.early++; // node starting, the outbox replaying, the first device check
-        await sleepReal(Math.random() * 300);
+        await sleepReal(random() * 300);
       } else if (mode === 1) {
         stats.atCreate++; // an asset created, its record not yet on flash (the group commit waits up to 0.5 real s)
         if (await seen(isCreate, 1000)) stats.aimedHit++;
-        await sleepReal(Math.random() * 30);
+        await sleepReal(random() * 30);
       } else {
         stats.atPut++; // parts on the wire, progress records in their windows
         if (await seen(isPut, 2000)) stats.aimedHit++;
-        await sleepReal(Math.random() * 600);
+        await sleepReal(random() * 600);
       }
       await kill9(agent);
       stats.kills++;
@@ -117,7 +121,7 @@ describe('uploads through SIGKILLs', () => {
     expect(report.creates).toBe(FILES + orphans.length);
     expect(puts.filter((e) => e.authorization !== false)).toEqual([]);
     expect(stats.kills).toBeGreaterThanOrEqual(KILLS);
-  }, 300_000);
+  }, BUDGET_MS + 150_000);
 
   // A kill while the upload index is being written leaves `<state-dir>/.uploaded.json.<hex>.tmp`
   // behind; the next start must remove it (it used to stay on flash for good, one file per such crash).

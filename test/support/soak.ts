@@ -1,0 +1,84 @@
+// The soak tests' sizes: the one home of the environment variables that set
+// them, of the quick figures `npm test` runs and of the full figures
+// `npm run test:soak` runs (C2C_SOAK=full). docs/testing.md lists them.
+//
+// A soak test draws every moment it aims at (when to kill, which channel to
+// plug, how big a clip is) from a seeded PRNG: a fresh seed on each run, so
+// every run still kills at new moments, printed so a failing run's choices
+// can be drawn again (C2C_SOAK_SEED=<seed>). Timing on a loaded machine is
+// not replayed, only the choices.
+import { seeded } from './seeded.js';
+
+export interface SoakFigure {
+  /** The environment variable that sets it. */
+  readonly variable: string;
+  /** What `npm test` runs. */
+  readonly quick: number;
+  /** What `npm run test:soak` runs. */
+  readonly full: number;
+  readonly what: string;
+}
+
+/** Every soak figure, by the test that uses it. */
+export const SOAK_FIGURES = {
+  channelKills: { variable: 'C2C_SOAK_CHANNEL_KILLS', quick: 45, full: 200, what: 'SIGKILLs while the service refuses connections (channels-crash.test.ts)' },
+  channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 30, full: 90, what: 'SIGKILLs aimed at outbox writes and channel calls (channels-crash-online.test.ts)' },
+  uploadKills: { variable: 'C2C_SOAK_UPLOAD_KILLS', quick: 30, full: 100, what: 'SIGKILLs during uploads of 15 clips (uploads-crash.test.ts)' },
+  refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 30, full: 100, what: 'token refreshes with SIGKILLs aimed at them (refresh-crash.test.ts)' },
+  rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 6, full: 24, what: 'agent hours of token rotation (refresh.test.ts)' },
+  rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 1, what: 'the token lifetime in the rotation, hours (refresh.test.ts)' },
+  rotationScale: { variable: 'C2C_SOAK_ROTATION_SCALE', quick: 1000, full: 1000, what: 'the rotation\'s --time-scale (refresh.test.ts)' },
+} as const satisfies Record<string, SoakFigure>;
+
+export type SoakFigureName = keyof typeof SOAK_FIGURES;
+
+/** C2C_SOAK=full: every figure at its full value unless its own variable says otherwise. */
+export const SOAK_FULL = process.env.C2C_SOAK === 'full';
+
+function positiveNumber(variable: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isFinite(n) || n <= 0) throw new Error(`${variable}=${JSON.stringify(raw)} in the environment is not a positive number`);
+  return n;
+}
+
+/** A soak figure: its own variable, else the full or quick value. */
+export function soakFigure(name: SoakFigureName, env: NodeJS.ProcessEnv = process.env): number {
+  const f: SoakFigure = SOAK_FIGURES[name];
+  const raw = env[f.variable];
+  if (raw !== undefined) return positiveNumber(f.variable, raw);
+  if (env.C2C_SOAK !== undefined && env.C2C_SOAK !== 'full' && env.C2C_SOAK !== 'quick') throw new Error(`C2C_SOAK=${JSON.stringify(env.C2C_SOAK)} in the environment is neither "full" nor "quick"`);
+  return env.C2C_SOAK === 'full' ? f.full : f.quick;
+}
+
+/** The seed of this run: C2C_SOAK_SEED, else a fresh one. */
+export function soakSeed(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.C2C_SOAK_SEED;
+  if (raw === undefined) return Math.floor(Math.random() * 2 ** 31);
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`C2C_SOAK_SEED=${JSON.stringify(raw)} in the environment is not a non-negative integer`);
+  return n;
+}
+
+export interface Soak {
+  readonly seed: number;
+  /** Uniform in [0, 1), from the seed. */
+  readonly random: () => number;
+  /** The figures this test uses, as run. */
+  readonly figures: Record<string, number>;
+}
+
+/**
+ * A soak test's figures, and its seed and PRNG when it draws moments at
+ * random; prints one line saying what it runs and how to run it again or in
+ * full.
+ */
+export function soak<N extends SoakFigureName>(test: string, names: readonly N[], o: { random: boolean } = { random: true }): Soak & { figure(name: N): number } {
+  const seed = soakSeed();
+  const figures = Object.fromEntries(names.map((n) => [n, soakFigure(n)])) as Record<N, number>;
+  const shown = names.map((n) => `${SOAK_FIGURES[n].variable}=${figures[n]}${figures[n] === SOAK_FIGURES[n].full ? '' : ` (full ${SOAK_FIGURES[n].full})`}`).join(' ');
+  console.log(`soak ${test}: ${shown}${o.random ? `; seed ${seed} (C2C_SOAK_SEED=${seed} draws the same moments)` : ''}`);
+  return { seed, random: seeded(seed), figures, figure: (n: N) => figures[n] };
+}
+
+/** C2C_SOAK_STRICT_REFEREE=1: the rotation judges every heartbeat gap, as heartbeat.test.ts does at scale 60. */
+export const soakStrictReferee = (env: NodeJS.ProcessEnv = process.env): boolean => env.C2C_SOAK_STRICT_REFEREE === '1';
