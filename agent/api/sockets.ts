@@ -1,7 +1,8 @@
 // What the service transport and the storage client do with their sockets
 // beyond what node's Agent does: TCP keepalive on a socket while a request
 // waits on it (the Agent only turns keepalive on once a socket is idle in its
-// pool), and the pool emptied after a network failure.
+// pool), the pool emptied after a network failure, and the sockets on an
+// address the unit no longer has closed.
 import type http from 'node:http';
 import { TCP_KEEPALIVE_IDLE_MS } from '../lib/timing.js';
 
@@ -28,6 +29,31 @@ export function dropIdleSockets(agents: Iterable<http.Agent>): number {
       for (const socket of list ?? []) {
         socket.destroy();
         dropped++;
+      }
+    }
+  }
+  return dropped;
+}
+
+/** "::ffff:10.0.0.2" is 10.0.0.2 to os.networkInterfaces(). */
+const plain = (address: string | undefined): string | undefined => address?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, '');
+
+/**
+ * Closes every socket, in use or idle, whose local address is one of `gone`
+ * (see network/address-watch.ts): the request on it fails now with a network
+ * error and is retried from an address the unit has.
+ */
+export function dropSocketsOn(agents: Iterable<http.Agent>, gone: ReadonlySet<string>): number {
+  let dropped = 0;
+  for (const agent of agents) {
+    for (const pool of [agent.sockets, agent.freeSockets]) {
+      for (const list of Object.values(pool)) {
+        for (const socket of [...(list ?? [])]) {
+          const local = plain(socket.localAddress);
+          if (local === undefined || !gone.has(local) || socket.destroyed) continue;
+          socket.destroy();
+          dropped++;
+        }
       }
     }
   }

@@ -14,7 +14,7 @@ import { CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from '../li
 import { networkError, refuseInterim, refuseUpgrade } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
-import { dropIdleSockets, probeWhileWaiting } from './sockets.js';
+import { dropIdleSockets, dropSocketsOn, probeWhileWaiting } from './sockets.js';
 import { httpsAgent, type ExtraCas } from './trust.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
 
@@ -63,6 +63,8 @@ export interface StorageClient {
   put(chunk: ChunkPut): Promise<{ status: number; etag?: string }>;
   /** Drops kept-alive sockets. */
   close(): void;
+  /** Closes the connections (in flight too) bound to these local addresses; how many it closed. */
+  dropConnectionsOn(gone: ReadonlySet<string>): number;
 }
 
 /** Visible ASCII and spaces, as a header value must be. */
@@ -308,5 +310,6 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
       agents.http.destroy();
       agents.https.destroy();
     },
+    dropConnectionsOn: (gone) => dropSocketsOn([agents.http, agents.https], gone),
   };
 }

@@ -16,7 +16,7 @@ import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, net
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
-import { dropIdleSockets, probeWhileWaiting } from './sockets.js';
+import { dropIdleSockets, dropSocketsOn, probeWhileWaiting } from './sockets.js';
 import { httpsAgent, type ExtraCas } from './trust.js';
 
 export type { Wire, WireRequest, WireResponse } from './wire.js';
@@ -103,6 +103,8 @@ export interface Transport {
   readonly lastMeta: ResponseMeta | undefined;
   /** Drops kept-alive sockets. */
   close(): void;
+  /** Closes the connections (in flight too) bound to these local addresses; how many it closed. */
+  dropConnectionsOn(gone: ReadonlySet<string>): number;
 }
 
 const JSON_TYPE = /^application\/(?:[\w.-]+\+)?json\s*(?:;|$)/i;
@@ -365,6 +367,7 @@ export function createTransport(options: TransportOptions): Transport {
       agents?.http.destroy();
       agents?.https.destroy();
     },
+    dropConnectionsOn: (gone) => (agents ? dropSocketsOn([agents.http, agents.https], gone) : 0),
   };
 }
 

@@ -46,6 +46,7 @@ import { registerUploadHandlers } from '../localapi/upload-handlers.js';
 import { registerPrefsHandlers } from '../localapi/prefs-handlers.js';
 import { PrefsStore } from '../localapi/prefs-store.js';
 import { NetworkUnit } from '../network/network-unit.js';
+import { AddressWatch } from '../network/address-watch.js';
 import { uploadRows } from '../uploads/upload-rows.js';
 
 export interface UnitsInput {
@@ -189,6 +190,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     credentials: tokens,
   });
 
+  const addresses = new AddressWatch({ clock, logger, closers: [(gone) => api.transport.dropConnectionsOn(gone), (gone) => storage.dropConnectionsOn(gone)] });
   const network = new NetworkUnit({ hostRoot: settings.hostRoot, clock, lastMeta: () => api.lastMeta, uploadBytesPerSecond: () => uploads.bytesPerSecond() });
 
   // The local API (agent/localapi/): one handler map, each feature's routes registered by its own function.
@@ -220,6 +222,6 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // The local API serves once the units it steers run, and hears the controller's
   // first snapshot; it stops (connections dropped) before what it steers, the
   // daemon's pairing among them (a flow under way is cancelled, nothing stored).
-  units.push(status, tokens, outboxUnit, channels, prefs, uploads, network, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, tokens, outboxUnit, channels, prefs, uploads, network, addresses, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller, pairing };
 }

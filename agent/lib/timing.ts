@@ -81,15 +81,35 @@ export const REALTIME_LOOK_MS = 250;
 export const REALTIME_STALL_MS = 30 * 60_000;
 
 /**
- * TCP keepalive on every connection to the service and to storage, real
- * seconds of the kernel's (the time scale does not reach it): after this long
- * without a byte from the other end, the kernel probes once a second, ten
- * times (libuv's fixed interval and count), and a path that has gone dead
- * (an address that changed, a NAT mapping lost, a link that went away) fails
- * the socket in about IDLE + 10 s, instead of the request's whole limit.
- * A server that is only slow to answer still ACKs the probes.
+ * TCP keepalive on every connection to the service and to storage while a
+ * request waits on it, real ms of the kernel's (the time scale does not reach
+ * it): after this long without a byte from the other end, the kernel probes
+ * once a second, ten times (libuv's fixed interval and count), so a path that
+ * has gone dead (an address that changed, a NAT mapping lost) fails the
+ * socket in about 11 s instead of the request's whole limit. A server that is
+ * only slow to answer still ACKs the probes. The same delay node's Agent gives
+ * its idle pooled sockets (keepAliveMsecs), so a reused socket and a fresh one
+ * behave alike; the probes are a few dozen bytes, sent only while an answer is
+ * awaited.
  */
-export const TCP_KEEPALIVE_IDLE_MS = 5_000;
+export const TCP_KEEPALIVE_IDLE_MS = 1_000;
+
+/**
+ * How often the daemon looks at its own addresses, real ms (the network does
+ * not follow --time-scale). A connection bound to an address the unit no
+ * longer has (its interface went down, DHCP or a roam gave it another one)
+ * can never carry another byte, yet nothing tells its socket: it is closed
+ * (after ADDRESS_GONE_MS), so what ran on it fails and is retried from the
+ * new address at once rather than at its timeout.
+ */
+export const ADDRESS_POLL_MS = 1_000;
+/**
+ * How long an address must stay away before its connections are closed, real
+ * ms: a cable pulled and put back or a Wi-Fi roam within this keeps them (TCP
+ * carries on where it stopped, the request in flight is not lost), a changed
+ * address or a move to another network is noticed this long after it.
+ */
+export const ADDRESS_GONE_MS = 5_000;
 
 /**
  * A certificate "not yet valid" or "expired" with this unit's clock further

@@ -33,10 +33,11 @@ beforeAll(async () => {
     }
     req.resume();
     req.on('end', () =>
+      // unref: an answer held a minute must not keep jest waiting after the last test.
       setTimeout(() => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end('{"status":"ok"}');
-      }, delayMs),
+      }, delayMs).unref(),
     );
   });
   server.keepAliveTimeout = 600_000;
@@ -120,4 +121,25 @@ test('without a failure the pooled sockets stay', async () => {
   const pooled = connections.slice(-2);
   await new Promise((r) => setTimeout(r, 100));
   expect(pooled.map((s) => s.destroyed)).toEqual([false, false]);
+});
+
+test('closing the connections on an address that went away fails the request in flight at once, leaving other addresses alone', async () => {
+  const a = api();
+  delayMs = 60_000;
+  const pending = a.health();
+  await new Promise((r) => setTimeout(r, 100));
+  expect(a.transport.dropConnectionsOn(new Set(['10.9.9.9']))).toBe(0);
+  const t0 = Date.now();
+  expect(a.transport.dropConnectionsOn(new Set(['127.0.0.1']))).toBe(1);
+  await expect(pending).rejects.toMatchObject({ kind: 'network' });
+  expect(Date.now() - t0).toBeLessThan(5_000);
+});
+
+test('the same for a storage PUT in flight', async () => {
+  const s = storage();
+  delayMs = 60_000;
+  const pending = put(s, 9);
+  await new Promise((r) => setTimeout(r, 100));
+  expect(s.dropConnectionsOn(new Set(['127.0.0.1']))).toBe(1);
+  await expect(pending).rejects.toMatchObject({ kind: 'network' });
 });

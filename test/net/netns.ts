@@ -10,7 +10,7 @@
 // old flows die without FIN or RST, new ones work). Needs root and iproute2;
 // anything that cannot be set up throws, naming the command that failed.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 
 export interface CameraNet {
@@ -42,9 +42,18 @@ export interface CameraNet {
 
 const PREFIX = 'c2c-cam-';
 
+/**
+ * A system tool by its full path: jest's PATH starts with node_modules/.bin
+ * folders, which another checkout's work can leave unreadable for a moment.
+ */
+export function tool(name: string): string {
+  for (const dir of ['/usr/sbin', '/sbin', '/usr/bin', '/bin']) if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
+  throw new Error(`${name} not found in /usr/sbin, /sbin, /usr/bin or /bin; install iproute2 and iptables`);
+}
+
 function run(cmd: string, args: string[]): string {
   try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync(tool(cmd), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     throw new Error(`${cmd} ${args.join(' ')} failed: ${(e.stderr ?? '').trim() || e.message}`);
@@ -156,7 +165,7 @@ export async function createCameraNet(cloudPort: number): Promise<CameraNet> {
     removeNamespace(ns, hostIf);
     throw err;
   }
-  const exec = (cmd: string, args: string[]): string => run('ip', ['netns', 'exec', ns, cmd, ...args]);
+  const exec = (cmd: string, args: string[]): string => run('ip', ['netns', 'exec', ns, tool(cmd), ...args]);
   const blackholed: number[] = [];
   const routeFor = (i: number): void => {
     // On the first subnet the fake is on the link; on the second it is behind the host as a gateway.
@@ -205,7 +214,7 @@ export async function createCameraNet(cloudPort: number): Promise<CameraNet> {
       for (const p of blackholed.splice(0)) rule('-D', p);
     },
     throttle(rate) {
-      if (rate === undefined) quiet('ip', ['netns', 'exec', ns, 'tc', 'qdisc', 'del', 'dev', camIf, 'root']);
+      if (rate === undefined) quiet('ip', ['netns', 'exec', ns, tool('tc'), 'qdisc', 'del', 'dev', camIf, 'root']);
       else exec('tc', ['qdisc', 'replace', 'dev', camIf, 'root', 'tbf', 'rate', rate, 'burst', '32kb', 'latency', '2s']);
     },
     connections: () => relayed.accepted(),

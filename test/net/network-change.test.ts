@@ -24,7 +24,7 @@ import { FIRMWARE, makeRig, type Rig } from '../integration/channels-harness.js'
 import { HEARTBEAT_PATH } from '../integration/refresh-harness.js';
 import { STORAGE, assetsNamed, completeNamed, expectedParts, writeMedia } from '../integration/uploads-harness.js';
 import { REQUEST_TIMEOUT_MS, MIN_SPACING_MS } from '../../agent/lib/timing.js';
-import { createCameraNet, type CameraNet } from './netns.js';
+import { createCameraNet, tool, type CameraNet } from './netns.js';
 
 const SCALE = Number(process.env.C2C_NET_TIME_SCALE ?? 10);
 if (!(SCALE >= 1 && SCALE <= 60)) throw new Error(`C2C_NET_TIME_SCALE must be 1 to 60, got ${process.env.C2C_NET_TIME_SCALE}`);
@@ -107,7 +107,7 @@ function storedProblems(name: string): string[] {
 function startDaemon(): void {
   const media = join(dirs.root, 'media');
   agent = spawn(
-    'ip',
+    tool('ip'),
     ['netns', 'exec', net.ns, process.execPath, BUNDLE, 'run', '--api-url', net.url, '--time-scale', String(SCALE), '--state-dir', dirs.stateDir, '--runtime-dir', dirs.runtimeDir],
     {
       env: cleanEnv({
@@ -282,6 +282,7 @@ describe('a network that changes under the camera', () => {
     const referee = cloud.referee(rig.device.id);
     expect(referee.tooSoon).toBe(0);
     expect(logLines().some((l) => /needs-pairing/.test(JSON.stringify(l)))).toBe(false);
-    expect((await status(dirs, cloud.url, SCALE)).json.state).toBe('online');
+    // Still online, or back there (a heartbeat the last event cut may have made it offline for a while).
+    await online();
   });
 });
