@@ -2,8 +2,9 @@
 // pair to this host, where the fake cloud listens (through a TCP relay on the
 // host's end of the link, so the fake itself keeps its loopback-only socket).
 // The camera reaches it as `localhost` (ip netns exec bind-mounts
-// /etc/netns/<ns>/hosts over /etc/hosts), which keeps the fake's plain-http
-// presigned URLs acceptable to the agent while every byte crosses the veth.
+// /etc/netns/<ns>/hosts over /etc/hosts): the name the fake's certificate
+// carries (and a loopback name, where plain http is allowed), while every
+// byte crosses the veth. The relay is TCP: TLS passes through it untouched.
 //
 // The events a camera meets: the interface down and up, its address (and
 // route) changed, and its kept-alive flows blackholed (a NAT mapping lost:
@@ -18,7 +19,7 @@ export interface CameraNet {
   /** The host's end of the link and the camera's interface. */
   hostIf: string;
   camIf: string;
-  /** Where the camera finds the fake: http://localhost:<port>. */
+  /** Where the camera finds the fake: <scheme>://localhost:<port>. */
   url: string;
   /** The camera's current address. */
   address(): string;
@@ -131,7 +132,7 @@ function relay(listenHost: string, target: number): Promise<{ port: number; serv
  * Makes the namespace, the link and the relay to `cloudPort`. Throws (never
  * skips) when a namespace cannot be made: this test exists to run.
  */
-export async function createCameraNet(cloudPort: number): Promise<CameraNet> {
+export async function createCameraNet(cloudPort: number, scheme: 'http' | 'https'): Promise<CameraNet> {
   if (process.getuid?.() !== 0) throw new Error(`network namespaces need root (uid ${process.getuid?.()}); run this suite as root, as CI does`);
   sweepStale();
   const id = process.pid;
@@ -183,7 +184,7 @@ export async function createCameraNet(cloudPort: number): Promise<CameraNet> {
     ns,
     hostIf,
     camIf,
-    url: `http://localhost:${relayed.port}`,
+    url: `${scheme}://localhost:${relayed.port}`,
     address: () => `${subnets[current]}.2`,
     exec,
     linkDown: () => run('ip', ['-n', ns, 'link', 'set', camIf, 'down']),

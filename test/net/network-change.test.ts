@@ -9,7 +9,8 @@
 // carried on (the next accepted heartbeat; the part stored); at the end,
 // nothing lost, nothing sent twice, no re-pairing.
 //
-// The daemon runs at --time-scale C2C_NET_TIME_SCALE (default 10): its
+// Over HTTPS (the fake's throwaway CA given as caFile); C2C_NET_TLS=0 runs
+// it over plain HTTP. The daemon runs at --time-scale C2C_NET_TIME_SCALE (default 10): its
 // timers and timeouts are agent time, the kernel's TCP is real time, so the
 // figures are printed in both. `C2C_NET_TIME_SCALE=1` gives the figures a
 // real camera would see (docs/benchmarks: the command and its output).
@@ -27,6 +28,7 @@ import { REQUEST_TIMEOUT_MS, MIN_SPACING_MS } from '../../agent/lib/timing.js';
 import { createCameraNet, tool, type CameraNet } from './netns.js';
 
 const SCALE = Number(process.env.C2C_NET_TIME_SCALE ?? 10);
+const TLS = process.env.C2C_NET_TLS !== '0';
 if (!(SCALE >= 1 && SCALE <= 60)) throw new Error(`C2C_NET_TIME_SCALE must be 1 to 60, got ${process.env.C2C_NET_TIME_SCALE}`);
 /** Real ms for agent ms. */
 const real = (agentMs: number): number => agentMs / SCALE;
@@ -119,6 +121,7 @@ function startDaemon(): void {
         C2C_MEDIA_DIR: media,
         C2C_MEDIA_SETTLE_SECONDS: '1',
         C2C_LOG_LEVEL: 'debug',
+        ...(TLS && { C2C_CA_FILE: cloud.caFile }),
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
     },
@@ -184,7 +187,7 @@ async function duringUpload(name: EventName, index: number): Promise<void> {
       const asset = assetsNamed(cloud, file)[0];
       if (asset === undefined) return undefined;
       const puts = cloud.journal.filter((e) => isStorage(e) && e.path.includes(asset.id));
-      return puts.filter(stored).length >= 2 ? puts.find((e) => e.status === 0 && (e.bodyBytes ?? 0) > PART / 8) : undefined;
+      return puts.filter(stored).length >= 2 ? puts.find((e) => e.status === 0 && (e.bodyBytes ?? 0) > PART / 8 && (e.bodyBytes ?? 0) < PART / 2) : undefined;
     },
     real(120_000) + 30_000,
     10,
@@ -212,7 +215,7 @@ function table(): string {
   const cell = (ms: number | undefined): string => (ms === undefined ? '-' : `${(ms / 1000).toFixed(1)} s (${Math.round((ms * SCALE) / 1000)} s agent)`);
   const rows = figures.map((f) => `| ${f.phase} | ${f.event} | ${cell(f.noticedMs)} | ${cell(f.carriedOnMs)} | ${f.detail} |`);
   return [
-    `network-change figures at --time-scale ${SCALE} (real time; agent time = real x ${SCALE}), node ${process.version}:`,
+    `network-change figures over ${TLS ? 'HTTPS' : 'plain HTTP'} at --time-scale ${SCALE} (real time; agent time = real x ${SCALE}), node ${process.version}:`,
     '| during | event | gave up on the request after | carried on after | what happened |',
     '|---|---|---|---|---|',
     ...rows,
@@ -222,10 +225,10 @@ function table(): string {
 describe('a network that changes under the camera', () => {
   beforeAll(async () => {
     await ensureBuilt();
-    cloud = await startFakeCloud({ timeScale: SCALE, uploadPartBytes: PART });
+    cloud = await startFakeCloud({ timeScale: SCALE, uploadPartBytes: PART, tls: TLS });
     dirs = makeDirs();
     rig = makeRig(cloud, dirs, SCALE);
-    net = await createCameraNet(Number(new URL(cloud.url).port));
+    net = await createCameraNet(Number(new URL(cloud.url).port), TLS ? 'https' : 'http');
     startDaemon();
   }, 180_000);
 
