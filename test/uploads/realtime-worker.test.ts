@@ -182,6 +182,19 @@ describe('RealtimeWorker', () => {
     expect(r.puts.map((p) => [p.number, p.final])).toEqual([[1, false], [2, true]]);
   });
 
+  test('with a settle time of 0 a clip written in place is still finished only once a look saw it unchanged', async () => {
+    const r = rig({ settleMs: 0 });
+    const file = path.join(r.dir, 'A002.wav');
+    writeFileSync(file, chars('a', 5));
+    let grown = 0;
+    const out = await r.run(r.item(file, file), () => {
+      if (grown < 4) appendFileSync(file, chars('b', P)), grown++;
+    });
+    expect(out).toEqual({ result: 'done' });
+    // Whatever the looks caught, the final part carries the whole file.
+    expect(r.puts.at(-1)).toMatchObject({ final: true, filesize: 5 + 4 * P });
+  });
+
   test('the paused service (409) ends it as paused-refused at once; a 401 is left to the dispatcher (retry, the one token policy)', async () => {
     const paused = rig({ createError: new AgentError('paused', 'the service answered 409 Channel Paused') });
     const f1 = path.join(paused.dir, 'p.mov.part');
