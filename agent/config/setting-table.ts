@@ -113,7 +113,7 @@ export const SETTING_ROWS = {
     env: 'C2C_REALTIME_UPLOADS',
     configKey: 'realtimeUploads',
     configType: 'boolean',
-    default: "the firmware profile's `realtimeUploads`, else `false`: upload clips while the camera records them (docs/realtime-uploads.md)",
+    default: "the firmware profile's `realtimeUploads`, else `false`: upload clips while the camera records them (docs/uploads.md, real-time uploads)",
     help: 'upload clips while the camera records them',
   },
   uploadWindowCron: {

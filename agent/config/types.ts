@@ -63,7 +63,7 @@ export interface FirmwareProfile {
   heartbeat: { minSeconds: number; maxSeconds: number };
   channels: ChannelSpec[];
   requiredMetadata: string[];
-  /** This model's recorder writes clips the way real-time uploads expect (docs/realtime-uploads.md): on unless the realtimeUploads setting says otherwise. */
+  /** This model's recorder writes clips the way real-time uploads expect (docs/uploads.md, "Real-time uploads"): on unless the realtimeUploads setting says otherwise. */
   realtimeUploads?: boolean;
   /** The file it was loaded from (not part of the JSON). */
   file: string;

@@ -61,7 +61,7 @@ export interface UploadsSection {
   bytesPerSecond: number;
   /** Only with a media dir. */
   skipped?: SkippedSection;
-  /** Recordings uploading in real time now (docs/realtime-uploads.md); absent when none. */
+  /** Recordings uploading in real time now (docs/uploads.md, "Real-time uploads"); absent when none. */
   recording?: RecordingEntry[];
 }
 

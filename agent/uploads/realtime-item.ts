@@ -1,5 +1,5 @@
 // A real-time upload as an outbox item: a clip the camera is still writing
-// (docs/realtime-uploads.md). Its payload names the file where the recorder
+// (docs/uploads.md, "Real-time uploads"). Its payload names the file where the recorder
 // writes it (`NAME.EXT.part`, or `NAME.EXT` written in place) and the name
 // it has once finished; its progress is the asset and, per part sent, a
 // hash of the bytes that went, so a restart sends no finished part again

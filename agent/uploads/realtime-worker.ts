@@ -1,5 +1,5 @@
 // One real-time upload, run from the outbox while the camera records
-// (docs/realtime-uploads.md): the asset is created with
+// (docs/uploads.md, "Real-time uploads"): the asset is created with
 // `is_realtime_upload: true` and no size, then each part is sent as soon as
 // the file holds it, and the final part, with `asset_filesize`, once the
 // recording is finished. The run lasts as long as the recording; it looks at

@@ -92,6 +92,24 @@ describe('readFileSlice', () => {
     expect(pool.size).toBe(0); // the consumer may still be sending the buffer it holds
   });
 
+  it('reads a descriptor it is given (the path renamed meanwhile), leaves it open, and shows each buffer to onRead first', async () => {
+    const moving = path.join(dir, 'moving.bin.part');
+    fs.writeFileSync(moving, data);
+    const fd = fs.openSync(moving, 'r');
+    try {
+      fs.renameSync(moving, path.join(dir, 'moving.bin'));
+      const seen = createHash('sha256');
+      const before = openFds();
+      const { bytes } = await drain(readFileSlice({ file: moving, fd, start: 1000, onRead: (b) => void seen.update(b) }, 150 * KiB, new BufferPool()));
+      expect(sha256(bytes)).toBe(sha256(data.subarray(1000, 1000 + 150 * KiB)));
+      expect(seen.digest('hex')).toBe(sha256(bytes));
+      expect(openFds()).toBe(before);
+      expect(fs.fstatSync(fd).size).toBe(data.length);
+    } finally {
+      fs.closeSync(fd);
+    }
+  });
+
   it('yields nothing and opens nothing for an empty range', async () => {
     const pool = new BufferPool(16 * KiB);
     expect((await drain(readFileSlice({ file: path.join(dir, 'none'), start: 0 }, 0, pool))).bytes.length).toBe(0);
