@@ -6,7 +6,8 @@
 // downloads are cached (XDG_CACHE_HOME or ~/.cache, c2c-agent/arm), so a
 // rerun touches no network.
 //
-// Each build, all at once against one fake cloud running natively: --version
+// Each build, all at once against one fake cloud running natively (over
+// HTTPS, its throwaway CA given as caFile): --version
 // (and the emulated process.arch), check --json, then 45 s of
 // `run` (--time-scale 10) with a media dir holding one clip: heartbeats at the
 // fake, the clip stored once and complete, `status --json` finding the running
@@ -198,6 +199,8 @@ async function smoke(t, cloud, device) {
       C2C_API_URL: cloud.url,
       C2C_TOKEN: device.accessToken,
       C2C_TIME_SCALE: String(TIME_SCALE),
+      // The fake serves HTTPS with a throwaway CA: trusted the way a private deployment's is.
+      ...(cloud.caFile && { C2C_CA_FILE: cloud.caFile }),
     };
     const cli = (...args) => emulated(t, [bundle, ...args], env);
 
