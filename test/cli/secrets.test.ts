@@ -80,11 +80,13 @@ interface CommandRow {
   kill9?: boolean;
 }
 
-/** Every file in the runtime dir, name to content; a temp file renamed between the listing and the read is skipped. */
+/** Every file in the runtime dir, name to content; a temp file renamed between the listing and the read is skipped, and so is the local API's socket (nothing to read; what it answers is checked in test/integration/local-api.test.ts). */
 function runtimeFiles(dir: string): Record<string, string> {
   if (!existsSync(dir)) return {};
   const out: Record<string, string> = {};
-  for (const name of readdirSync(dir)) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (entry.isSocket()) continue;
+    const name = entry.name;
     try {
       out[name] = readFileSync(path.join(dir, name), 'utf8');
     } catch (err) {
