@@ -202,7 +202,8 @@ export class Dispatcher {
       return this.record(item, this.d.outbox.dead(item.id, outcome.reason));
     }
     const e = outcome.error;
-    const a = { count: (this.attempts.get(item.id)?.count ?? 0) + 1, lastError: e.message };
+    // MAX_ATTEMPTS counts failures in a row: an attempt that moved its work forward starts a new row.
+    const a = { count: (outcome.progressed === true ? 0 : (this.attempts.get(item.id)?.count ?? 0)) + 1, lastError: e.message };
     if (a.count >= MAX_ATTEMPTS) {
       this.attempts.delete(item.id);
       const reason = `gave up after ${a.count} attempts: ${e.message}`;

@@ -7,7 +7,12 @@ import { AgentError } from '../lib/errors.js';
 
 export type Outcome =
   | { result: 'done'; note?: string }
-  | { result: 'retry'; error: AgentError }
+  /**
+   * `progressed`: the attempt moved the work forward before it failed (a
+   * long job such as a real-time upload recorded parts), so the failures
+   * before it do not count towards the dispatcher's MAX_ATTEMPTS.
+   */
+  | { result: 'retry'; error: AgentError; progressed?: boolean }
   | { result: 'dead'; reason: string };
 
 // 'tls' and 'clock': what answered could not be checked to be the service,

@@ -85,6 +85,8 @@ interface Live {
   size: number;
   sent: number;
   changedAt: number;
+  /** A part was recorded in this run. */
+  progressed: boolean;
 }
 
 /** Why a run ends before the upload is done. */
@@ -133,23 +135,30 @@ export class RealtimeWorker implements Worker {
       if (err instanceof Stop) return err.outcome;
       return classify(err);
     }
-    this.live.set(item.id, { name: p.name, size: 0, sent: 0, changedAt: this.d.clock.now() });
+    this.live.set(item.id, { name: p.name, size: 0, sent: 0, changedAt: this.d.clock.now(), progressed: false });
     try {
       return await this.upload(item, p, prog, fh, signal);
     } catch (err) {
-      // Stopped from outside (the daemon stopping, a cancel): whatever the stop broke is not the upload's fault.
-      if (signal.aborted) return { result: 'retry', error: new AgentError('timeout', `the real-time upload of ${quote(p.name)} was stopped; it goes on at the next attempt`) };
-      if (err instanceof Stop) return err.outcome;
-      if (err instanceof HandBack) return this.handBack(p, prog, err.message);
-      if (err instanceof AgentError && err.kind === 'paused') {
-        return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message} (the recording ${quote(p.name)} is not uploaded)` };
-      }
-      return classify(err);
+      const out = await this.failed(err, p, prog, signal);
+      // A recording lasts long: failures between parts recorded are not failures in a row (the dispatcher's MAX_ATTEMPTS).
+      return out.result === 'retry' && this.live.get(item.id)?.progressed === true ? { ...out, progressed: true } : out;
     } finally {
       this.live.delete(item.id);
       this.d.onChange?.();
       await fh.close().catch(() => undefined);
     }
+  }
+
+  /** What a run that threw ends with. */
+  private async failed(err: unknown, p: RealtimePayload, prog: RealtimeProgress | undefined, signal: AbortSignal): Promise<Outcome> {
+    // Stopped from outside (the daemon stopping, a cancel): whatever the stop broke is not the upload's fault.
+    if (signal.aborted) return { result: 'retry', error: new AgentError('timeout', `the real-time upload of ${quote(p.name)} was stopped; it goes on at the next attempt`) };
+    if (err instanceof Stop) return err.outcome;
+    if (err instanceof HandBack) return this.handBack(p, prog, err.message);
+    if (err instanceof AgentError && err.kind === 'paused') {
+      return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message} (the recording ${quote(p.name)} is not uploaded)` };
+    }
+    return classify(err);
   }
 
   /** Opens the recording where it is: its working name, else its finished name when that holds the same inode. */
@@ -267,6 +276,8 @@ export class RealtimeWorker implements Worker {
     // A final part's record says the asset is complete, in the same record as its hash.
     state.prog = { ...state.prog, sent: hashes, seen, ...(final !== undefined && { final }) };
     await Promise.all([this.d.outbox.progress(id, state.prog), this.d.outbox.flush()]);
+    const live = this.live.get(id);
+    if (live !== undefined) live.progressed = true;
   }
 
   /** The hash of bytes [start, start + length) as the file holds them now. */

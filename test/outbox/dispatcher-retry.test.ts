@@ -229,6 +229,18 @@ describe('dispatcher dead letter', () => {
     expect(w.calls).toHaveLength(50);
   });
 
+  it('an attempt that moved its work forward starts a new row: a long job failing now and then between progress is never given up', async () => {
+    const r = new Rig();
+    // Every attempt fails, but every third one recorded progress first (a real-time upload's parts).
+    const w = r.worker('channel-connect', (_i, k) => (k <= 3 * MAX_ATTEMPTS ? { result: 'retry', error: netErr(`boom #${k}`), ...(k % 3 === 0 && { progressed: true }) } as Step : ok));
+    r.outbox.put('channel-connect');
+    const d = await r.running();
+    await drain(r, 4 * MAX_ATTEMPTS);
+    expect(w.calls).toHaveLength(3 * MAX_ATTEMPTS + 1);
+    expect(r.outbox.deadCalls).toEqual([]);
+    expect(d.view().attempts).toEqual({});
+  });
+
   it("a 401 whose verdict is 'retry' every time is still dead after MAX_ATTEMPTS (a token source that misbehaves cannot loop forever)", async () => {
     const r = new Rig();
     const w = r.worker('channel-connect', () => err('unauthorized', 'the service answered 401', { status: 401 }));

@@ -30,7 +30,7 @@ interface Put {
   filesize?: number;
 }
 
-function rig(o: { createError?: AgentError; partsError?: AgentError; settleMs?: number } = {}) {
+function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorAfter?: number; settleMs?: number } = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), 'c2c-rtw-'));
   temps.push(dir);
   const clock = new FakeClock(1_000_000, Date.now());
@@ -45,7 +45,7 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; settleMs?: 
         return { value: { id: 'asset-1' }, meta: {} as never };
       },
       async realtimeParts(_id, parts, filesize) {
-        if (o.partsError) throw o.partsError;
+        if (o.partsError && asked.length >= (o.partsErrorAfter ?? 0)) throw o.partsError;
         asked.push({ parts, ...(filesize !== undefined && { filesize }) });
         return { value: parts.map((p) => `https://storage.example/${p.number}?final=${p.final === true}&size=${filesize ?? ''}`), meta: {} as never };
       },
@@ -209,6 +209,16 @@ describe('RealtimeWorker', () => {
     writeFileSync(f2, chars('a', 3 * P));
     const out2 = await refused.run(refused.item(f2, path.join(refused.dir, 'u.mov')));
     expect(out2).toMatchObject({ result: 'retry', error: { kind: 'unauthorized' } });
+    expect(out2).not.toHaveProperty('progressed');
+  });
+
+  test('a failure after parts were recorded in the run says so (progressed): the dispatcher does not count it as one more failure in a row', async () => {
+    const r = rig({ partsError: new AgentError('network', 'ECONNRESET'), partsErrorAfter: 2 });
+    const f = path.join(r.dir, 'n.mov.part');
+    writeFileSync(f, chars('a', 4 * P));
+    const out = await r.run(r.item(f, path.join(r.dir, 'n.mov')));
+    expect(r.puts.map((x) => x.number)).toEqual([2, 3]);
+    expect(out).toMatchObject({ result: 'retry', error: { kind: 'network' }, progressed: true });
   });
 
   test('a file that shrank below the parts sent is handed back to go whole', async () => {
