@@ -9,7 +9,7 @@
 // parser, settings and semver. Everything else comes by dynamic import
 // (esbuild keeps such modules lazy inside the one bundle file).
 import { EXIT, EXIT_MEANINGS, usageError } from '../lib/errors.js';
-import { fail, printJson, printLine } from './output.js';
+import { adviseForTokenFromEnvironment, fail, printJson, printLine } from './output.js';
 import { agentVersion, checkNodeVersion } from './version.js';
 
 const exitCodes = Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join(', ');
@@ -61,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
   if (load === undefined) throw usageError(`unknown command '${name}'; run c2c-agent --help`);
   const [mod, { parseCommandArgs, commonOptionsHelp }] = await Promise.all([load(), import('./args.js')]);
   const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);
+  // C2C_TOKEN wins over pairing: advice to pair cannot help then (lib/advice.ts).
+  adviseForTokenFromEnvironment(ctx.env.C2C_TOKEN !== undefined && ctx.env.C2C_TOKEN !== '');
   if (help) {
     // --json promises exactly one JSON object on stdout, help included.
     if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, ...(mod.help && { help: mod.help }), settingsOptions: commonOptionsHelp() });

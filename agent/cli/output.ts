@@ -3,6 +3,7 @@
 import { AgentError } from '../lib/errors.js';
 import { uncaughtFsError } from '../lib/fs-errors.js';
 import { redactObject, scrub } from '../lib/secrets.js';
+import { fitAdvice } from '../lib/advice.js';
 
 export interface JsonResult {
   ok: boolean;
@@ -31,9 +32,16 @@ export function printLine(...lines: string[]): void {
   for (const line of lines) process.stdout.write(`${scrub(line)}\n`);
 }
 
+let tokenFromEnvironment = false;
+
+/** Set once by main.ts from the environment: whether C2C_TOKEN is set, which changes what advice can help (lib/advice.ts). */
+export function adviseForTokenFromEnvironment(set: boolean): void {
+  tokenFromEnvironment = set;
+}
+
 /** One line on stderr, whatever the message held. */
 export function printError(message: string): void {
-  process.stderr.write(`c2c-agent: ${scrub(message).replace(/\s*\n\s*/g, ' ')}\n`);
+  process.stderr.write(`c2c-agent: ${scrub(fitAdvice(message, tokenFromEnvironment)).replace(/\s*\n\s*/g, ' ')}\n`);
 }
 
 /**
@@ -44,7 +52,10 @@ const asAgentError = uncaughtFsError;
 
 export function describeError(err: unknown): { kind: string; message: string; status?: number; code?: string } {
   err = asAgentError(err);
-  if (err instanceof AgentError) return err.toJSON();
+  if (err instanceof AgentError) {
+    const json = err.toJSON();
+    return { ...json, message: fitAdvice(json.message, tokenFromEnvironment) };
+  }
   const message = err instanceof Error ? err.message : String(err);
   return { kind: 'internal', message: `internal error: ${message}; please report` };
 }

@@ -7,8 +7,9 @@ import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { daemonRuns } from '../daemon/runtime/run-lock.js';
 import type { ChannelsSection, OutboxSection, StatusDocument } from '../core/status-document.js';
-import { NEEDS_PAIRING_LINE } from '../daemon/snapshot.js';
-import { formatBytes, formatDuration, oneLine } from '../lib/text.js';
+import { formatBytes, formatDuration, oneLine, quotePath } from '../lib/text.js';
+import { pairAdvice, splitAdvice } from '../lib/advice.js';
+import { uploadProgress } from '../uploads/upload-summary.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printError, printJson, printLine } from './output.js';
 import { describeOffset } from './check-report.js';
@@ -22,8 +23,9 @@ function ago(mono: number, now: number): string {
 }
 
 function humanBlock(s: StatusDocument, now: number): string[] {
-  const lines = [`state:       ${s.state}${s.reason ? ` (${s.reason})` : ''}, since ${s.since.at} (${ago(s.since.monotonic, now)})`];
-  if (s.state === 'needs-pairing') lines.unshift(NEEDS_PAIRING_LINE);
+  // The reason without its advice: the one piece of advice is the line on stderr (run()).
+  const reason = splitAdvice(s.reason).text;
+  const lines = [`state:       ${s.state}${reason ? ` (${reason})` : ''}, since ${s.since.at} (${ago(s.since.monotonic, now)})`];
   if (s.device) {
     // Names the service sent, kept in status.json: one bounded line each.
     const project = s.project ? ` in project ${oneLine(s.project.name ?? '?', 120)}${s.project.id ? ` (${oneLine(String(s.project.id), 80)})` : ''}` : '';
@@ -39,6 +41,8 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   const rl = s.rateLimit;
   if (s.channels) lines.push(`channels:    ${channelSummary(s.channels)}`);
   if (s.outbox) lines.push(`queue:       ${queueSummary(s.outbox.byKind)}`);
+  if (s.uploads) lines.push(`uploads:     ${uploadProgress(s.uploads) ?? 'none waiting'}`);
+  if (s.uploads?.mediaDirMissing !== undefined) lines.push(`media dir:   ${quotePath(s.uploads.mediaDirMissing)} does not exist: nothing is uploaded from it until it does`);
   // Real-time uploads: each recording, what is on disk and sent, and when it is finished with what is on disk if nothing more comes.
   for (const r of s.uploads?.recording ?? []) {
     const idle = r.idleSeconds >= 60 ? `, nothing written for ${formatDuration(r.idleSeconds * 1000)} (finished as it is in ${formatDuration(r.finishedInSeconds * 1000)})` : '';
@@ -104,7 +108,10 @@ export async function run(ctx: CommandContext): Promise<number> {
   } else {
     printLine(...humanBlock(snap, now));
   }
-  // The contract's one line on stderr for every non-zero exit.
-  if (exitCode !== EXIT.ok) printError(`${NEEDS_PAIRING_LINE} (${snap.reason})`);
+  // The contract's one line on stderr for every non-zero exit; in needs-pairing, the one piece of advice.
+  if (exitCode !== EXIT.ok) {
+    const { text, advice } = splitAdvice(snap.reason);
+    printError(`needs pairing: ${advice ?? pairAdvice(settings.token !== undefined)}${ctx.json && text ? ` (${text})` : ''}`);
+  }
   return exitCode;
 }

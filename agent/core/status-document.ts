@@ -61,6 +61,8 @@ export interface UploadsSection {
   bytesPerSecond: number;
   /** Only with a media dir. */
   skipped?: SkippedSection;
+  /** The media dir's path while it does not exist (nothing is uploaded from it then); absent when it exists or none is set. */
+  mediaDirMissing?: string;
   /** Recordings uploading in real time now (docs/uploads.md, "Real-time uploads"); absent when none. */
   recording?: RecordingEntry[];
 }
@@ -249,7 +251,14 @@ const uploads: Check<UploadsSection> = (v) => {
   const bytesLeft = count(v.bytesLeft);
   const bytesPerSecond = count(v.bytesPerSecond);
   if (files === undefined || bytesLeft === undefined || bytesPerSecond === undefined) return undefined;
-  return { files, bytesLeft, bytesPerSecond, ...opt('skipped', skipped(v.skipped)), ...opt('recording', listOf(recordingEntry)(v.recording)) };
+  return {
+    files,
+    bytesLeft,
+    bytesPerSecond,
+    ...opt('skipped', skipped(v.skipped)),
+    ...opt('mediaDirMissing', str(v.mediaDirMissing)),
+    ...opt('recording', listOf(recordingEntry)(v.recording)),
+  };
 };
 
 const network: Check<NetworkSection> = (v) => {

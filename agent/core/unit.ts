@@ -18,7 +18,7 @@ export interface DaemonUnit {
   onSnapshot?(snap: DaemonSnapshot, transition: boolean): void;
   /** Its own section of status.json beside the controller's snapshot (status-document.ts; no secrets): `{ channels: {...} }`, or `{}`. */
   report?(): Partial<StatusSections>;
-  /** A few words for the STATUS= line while there is something to say ("uploading 3 files, 1.2 GB left"). */
+  /** A few words for the STATUS= line while there is something to say ("uploading 3 files, 1.2 GiB left"). */
   statusText?(): string | undefined;
 }
 

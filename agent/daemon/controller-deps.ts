@@ -23,6 +23,8 @@ export interface ControllerDeps {
    * listens to `tokensRefreshed` and `tokensRejected` while it runs.
    */
   bus: EventBus;
+  /** C2C_TOKEN is set: a needs-pairing reason advises what can help then (lib/advice.ts), not pairing. */
+  tokenFromEnvironment?: boolean;
   info: { firmwareVersion: string; profile?: string; agentVersion: string; timeScale: number; pid: number; procStart?: string };
 }
 

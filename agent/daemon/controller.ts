@@ -3,6 +3,7 @@
 // HeartbeatScheduler; this file decides what state the outcomes put us in,
 // and logs each change of state once. The wiring around it (files, systemd,
 // signals, the other units) is daemon/main.ts's.
+import { fitAdvice } from '../lib/advice.js';
 import type { Timer } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 import type { Device } from '../api/types.js';
@@ -320,7 +321,7 @@ export class Controller implements DaemonUnit {
   private enterNeedsPairing(reason: string): void {
     void this.stopHeartbeats();
     this.reauth.needsPairing();
-    this.setState('needs-pairing', reason);
+    this.setState('needs-pairing', fitAdvice(reason, this.d.tokenFromEnvironment === true));
     this.armCheck('pairing', pairingCheckDelay(this.d.random));
     this.credsWatch?.start();
     this.publish(false);

@@ -53,6 +53,6 @@ export function buildCore(i: CoreInput): Core {
     ...(i.wire !== undefined && { wire: i.wire }),
   });
   const tokens = new CredentialsTokenSource(settings, { clock, random, logger, oauth: api.oauth, client: i.client, bus, access });
-  const controller = new Controller({ clock, random, logger, api, tokens, bus, bounds: i.bounds, ...i.controller });
+  const controller = new Controller({ clock, random, logger, api, tokens, bus, bounds: i.bounds, tokenFromEnvironment: settings.token !== undefined, ...i.controller });
   return { api, tokens, controller };
 }

@@ -57,15 +57,5 @@ export function describeDuration(ms: number): string {
   return `${Math.round(abs / DAY_MS)} days`;
 }
 
-/** "512 B", "4.5 MB", "1.2 GB": decimal units, as people read transfer sizes and rates. */
-export function formatBytes(n: number): string {
-  if (n < 1000) return `${Math.round(n)} B`;
-  const units = ['kB', 'MB', 'GB', 'TB'];
-  let v = n / 1000;
-  let u = 0;
-  while (v >= 1000 && u < units.length - 1) {
-    v /= 1000;
-    u++;
-  }
-  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
-}
+/** Sizes and rates: binary (IEC) units, the convention of the agent and the simulator alike (byte-size.js says why). */
+export { formatBytes, formatRate } from './byte-size.js';

@@ -97,6 +97,7 @@ export interface MediaWatcherOptions {
   /** Replaces fs.watch (tests); `null` turns watching off. */
   watch?: WatchDir | null;
   /** The skipped list changed (the status document should show it). */
+  /** What `status` shows changed: the entries not taken, or whether the media dir exists. */
   onSkipped?: () => void;
   logger?: Logger;
 }
@@ -145,6 +146,8 @@ export class MediaWatcher {
   /** Entries not taken beyond the list at the last scan (said when it rises from none). */
   private skippedMore = 0;
   private skippedChanged = false;
+  /** The media dir was absent at the last look: said once in the log when it goes, once when it comes. */
+  private rootAbsent = false;
 
   constructor(private readonly options: MediaWatcherOptions) {
     this.dirs = new DirWatcher({
@@ -193,6 +196,7 @@ export class MediaWatcher {
     const listed: string[] = [];
     const failed = new Set<string>();
     const top = this.list(root);
+    this.noteRoot(root, top === 'absent');
     if (top === 'failed') failed.add(root);
     if (typeof top === 'object') {
       listed.push(root);
@@ -362,6 +366,26 @@ export class MediaWatcher {
     } catch (err) {
       this.options.logger?.warn({ err: String(err) }, 'media skipped listener failed');
     }
+  }
+
+  /**
+   * A media dir that does not exist (a typo, a card not mounted yet) stops
+   * every automatic upload without an error anywhere: it is said once in the
+   * log and shown in `status` until it appears. The slow poll keeps looking
+   * for it, and its clips are taken as soon as it is there.
+   */
+  private noteRoot(root: string, absent: boolean): void {
+    if (absent === this.rootAbsent) return;
+    this.rootAbsent = absent;
+    const every = `${Math.round((this.options.intervalMs ?? MEDIA_RESCAN_MS) / 1000)} s`;
+    if (absent) this.options.logger?.warn({ dir: root }, `media dir ${quote(root)} does not exist: nothing is uploaded from it until it does (looked for every ${every} of agent time; check the media dir setting for a typo)`);
+    else this.options.logger?.info({ dir: root }, `media dir ${quote(root)} is there now: its clips are uploaded`);
+    this.options.onSkipped?.();
+  }
+
+  /** The media dir's path while it does not exist, for `status` and the status document. */
+  missingDir(): string | undefined {
+    return this.rootAbsent ? this.root : undefined;
   }
 
   /** The entries not taken, for `queue` and the status document. */

@@ -15,7 +15,7 @@ import type { Clock, Timer } from '../lib/clock.js';
 import { DirWatcher } from '../lib/dir-watcher.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { formatBytes } from '../lib/text.js';
+import { uploadProgress } from './upload-summary.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections, UploadsSection } from '../core/status-document.js';
@@ -28,7 +28,7 @@ import type { RecordingView } from './realtime-worker.js';
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
-  watcher?: { start(): void; stop(): void; skipped?(): SkippedView };
+  watcher?: { start(): void; stop(): void; skipped?(): SkippedView; missingDir?(): string | undefined };
   /** The upload window, when one is configured. */
   window?: { start(): Promise<void>; stop(): void };
   index: { load(): Promise<void>; has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
@@ -267,18 +267,25 @@ export class UploadsUnit implements DaemonUnit {
   }
 
   statusText(): string | undefined {
-    const u = this.figures();
-    if (u.files === 0) return undefined;
-    const rate = u.bytesPerSecond > 0 ? `, ${formatBytes(u.bytesPerSecond)}/s` : '';
-    const recording = u.recording && u.recording.length > 0 ? `; ${u.recording.length} recording` : '';
-    return `uploading ${u.files} file${u.files === 1 ? '' : 's'}, ${formatBytes(u.bytesLeft)} left${rate}${recording}`;
+    return uploadProgress(this.figures());
   }
 
-  /** Bytes a second sent to storage over the last RATE_WINDOW_MS (the network section shows it too). */
+  /**
+   * Bytes a second sent to storage over the last RATE_WINDOW_MS (the network
+   * section shows it too); 0 once nothing is left to send. The status
+   * document is written only when something changes, so the rate of the
+   * last 30 s of an upload, written as it ended, would otherwise be read as
+   * the rate of an idle agent until the next change (a 3 MB clip: 100000).
+   */
   bytesPerSecond(): number {
+    if (this.filesLeft() === 0) return 0;
     const now = this.d.clock.now();
     const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
     return Math.round(recent / (RATE_WINDOW_MS / 1000));
+  }
+
+  private filesLeft(): number {
+    return this.d.outbox.pending(UPLOAD_KIND).length + this.d.outbox.pending(REALTIME_KIND).length;
   }
 
   /** The figures `status` shows, for the status document and the STATUS= line alike. */
@@ -287,14 +294,14 @@ export class UploadsUnit implements DaemonUnit {
     const recording = this.d.outbox.pending(REALTIME_KIND);
     const left = pending.reduce((n, i) => n + leftOf(i), 0) + recording.reduce((n, i) => n + Math.max(0, realtimeBytesTotal(i) - realtimeBytesDone(i)), 0);
     const recordings = this.d.recordings?.();
-    const now = this.d.clock.now();
-    const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
     const skipped = this.d.watcher?.skipped?.();
+    const mediaDirMissing = this.d.watcher?.missingDir?.();
     return {
       files: pending.length + recording.length,
       bytesLeft: left,
-      bytesPerSecond: Math.round(recent / (RATE_WINDOW_MS / 1000)),
+      bytesPerSecond: this.bytesPerSecond(),
       ...(skipped !== undefined && { skipped }),
+      ...(mediaDirMissing !== undefined && { mediaDirMissing }),
       ...(recordings !== undefined && recordings.length > 0 && { recording: recordings }),
     };
   }

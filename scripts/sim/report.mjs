@@ -24,11 +24,8 @@ export function clock(ms) {
   return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
 }
 
-export function bytes(n) {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-}
+/** Sizes in the agent's one convention (binary units), from the agent's own formatter. */
+export { formatBytes as bytes } from '../../agent/lib/byte-size.js';
 
 /** Gaps in seconds between consecutive heartbeat attempts of each device (times in ms). */
 export function spacings(timesByDevice) {

@@ -4,6 +4,8 @@
 // network does (an outage, injected faults) happen here; the agents only
 // react. Clip sizes and names come from the seeded random source.
 
+import { bytes } from './report.mjs';
+
 /** Faults besides the outage, added at the start and cleared when the story ends. */
 export const FAULTS = {
   none: [],
@@ -67,7 +69,7 @@ export class Story {
         const size = Math.floor(big ? (5 + this.random() * 3) * MIB : (0.0625 + this.random() * 2) * MIB);
         const name = `clip-${String(++this.clipCount).padStart(3, '0')}.mp4`;
         d.dropClip(name, size, this.random);
-        made.push(`${name} (${(size / MIB).toFixed(1)} MiB)`);
+        made.push(`${name} (${bytes(size)})`);
       }
       this.say(`${d.label}: the camera finished ${made.join(', ')} (written as .part, then renamed)`);
     }

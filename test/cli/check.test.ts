@@ -111,6 +111,10 @@ describe('exit 77: not authorized', () => {
     expect(r.json).toMatchObject({ error: { kind: 'unauthorized', status: 401 }, firmwareVersion: FIRMWARE, device: null });
     expect(r.stderr).toMatch(/^c2c-agent: unit not authorized: GET \/v2\/devices\/me: HTTP 401/);
     expect(r.stdout + r.stderr).not.toContain('fca_this_token_was_never_issued');
+    // Pairing cannot help while C2C_TOKEN wins: the advice says what can, in the line and in --json.
+    expect(r.stderr).toContain('C2C_TOKEN is set and wins over pairing: give a valid token in C2C_TOKEN, or unset it and run `c2c-agent pair`');
+    expect(r.stderr).not.toMatch(/; run `c2c-agent pair`\)?$/m);
+    expect((r.json?.error as { message: string }).message).toContain('C2C_TOKEN is set and wins over pairing');
   });
 
   test('a revoked token', async () => {

@@ -97,16 +97,52 @@ describe('c2c-agent status', () => {
     expect(h.out).toMatch(/device: +cam-07 \(dev-1\) in project Testbed/);
   });
 
-  it('a live daemon in needs-pairing: exit 77, with the remedy first and one line on stderr', async () => {
-    await writeLive('needs-pairing');
+  it('a live daemon in needs-pairing: exit 77, the one piece of advice in the one line on stderr', async () => {
+    const snap = await writeLive('needs-pairing');
+    // The reason as the daemon words it, its own advice at the end.
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, reason: 'needs pairing: the service refused the refresh token (invalid_grant); run `c2c-agent pair`' }));
     const j = await status(true);
     expect(j.code).toBe(77);
     expect(j.obj).toMatchObject({ ok: false, exitCode: 77, running: true, state: 'needs-pairing', pid: process.pid });
     expect(j.out.trim().split('\n')).toHaveLength(1);
+    expect(j.err).toBe('c2c-agent: needs pairing: run `c2c-agent pair` (needs pairing: the service refused the refresh token (invalid_grant))\n');
     const h = await status(false);
     expect(h.code).toBe(77);
-    expect(h.out.split('\n')[0]).toBe('needs pairing: run `c2c-agent pair`');
-    expect(h.out).toMatch(/^state: +needs-pairing/m);
+    expect(h.out).toMatch(/^state: +needs-pairing \(needs pairing: the service refused the refresh token \(invalid_grant\)\), since /m);
+    expect(h.err).toBe('c2c-agent: needs pairing: run `c2c-agent pair`\n');
+    // Said once across all a person sees, not three times.
+    expect((h.out + h.err).split('c2c-agent pair').length - 1).toBe(1);
+  });
+
+  it('needs-pairing with C2C_TOKEN set: the advice fits (pairing cannot help while the token in the environment wins)', async () => {
+    await writeLive('needs-pairing');
+    out = [];
+    err = [];
+    jest.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => (out.push(String(s)), true));
+    jest.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => (err.push(String(s)), true));
+    const ctx: CommandContext = { name: 'status', values: { json: false }, positionals: [], settingsOptions: { runtimeDir: dir }, json: false, env: { C2C_TOKEN: 'fca_given_directly' } };
+    const code = await statusCommand(ctx);
+    jest.restoreAllMocks();
+    expect(code).toBe(77);
+    expect(err.join('')).toBe('c2c-agent: needs pairing: C2C_TOKEN is set and wins over pairing: give a valid token in C2C_TOKEN, or unset it and run `c2c-agent pair`\n');
+    expect(out.join('') + err.join('')).not.toContain('fca_given_directly');
+  });
+
+  it('human output: upload progress as `status --json` has it, in binary units; idle, none waiting', async () => {
+    const snap = await writeLive('online');
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, uploads: { files: 3, bytesLeft: Math.round(1.2 * 1024 ** 3), bytesPerSecond: Math.round(4.5 * 1024 ** 2) } }));
+    expect((await status(false)).out).toMatch(/^uploads: +uploading 3 files, 1\.2 GiB left, 4\.5 MiB\/s$/m);
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, uploads: { files: 1, bytesLeft: 800 * 1024 ** 2, bytesPerSecond: 0 } }));
+    expect((await status(false)).out).toMatch(/^uploads: +uploading 1 file, 800 MiB left$/m);
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, uploads: { files: 0, bytesLeft: 0, bytesPerSecond: 0 } }));
+    expect((await status(false)).out).toMatch(/^uploads: +none waiting$/m);
+  });
+
+  it('human output and the document: a media dir that does not exist is said', async () => {
+    const snap = await writeLive('online');
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, uploads: { files: 0, bytesLeft: 0, bytesPerSecond: 0, mediaDirMissing: '/no/such/dir' } }));
+    expect((await status(false)).out).toMatch(/^media dir: +'\/no\/such\/dir' does not exist: nothing is uploaded from it until it does$/m);
+    expect((await status(true)).obj).toMatchObject({ uploads: { mediaDirMissing: '/no/such/dir' } });
   });
 
   it('a status file left by a dead daemon: exit 69, reported as such with its last state', async () => {

@@ -123,7 +123,7 @@ describe('how the simulator ends', () => {
     beforeAll(() => {
       // The simulator beside a stand-in dist/fleet.mjs that waits until a signal ends it.
       root = mkdtempSync(join(tmpdir(), 'c2c-sim-fleet-hup-'));
-      for (const part of ['scripts/simulate.mjs', 'scripts/sim', 'scripts/lib']) cpSync(join(ROOT, part), join(root, part), { recursive: true });
+      for (const part of ['scripts/simulate.mjs', 'scripts/sim', 'scripts/lib', 'agent/lib/byte-size.js']) cpSync(join(ROOT, part), join(root, part), { recursive: true });
       mkdirSync(join(root, 'dist'));
       writeFileSync(join(root, 'dist/fleet.mjs'), "console.log('fleet running'); setInterval(() => {}, 1000);\n");
     });

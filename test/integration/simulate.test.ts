@@ -89,6 +89,7 @@ describe('npm run simulate', () => {
       cpSync(join(ROOT, 'scripts/simulate.mjs'), join(root, 'scripts/simulate.mjs'));
       cpSync(join(ROOT, 'scripts/sim'), join(root, 'scripts/sim'), { recursive: true });
       cpSync(join(ROOT, 'scripts/lib'), join(root, 'scripts/lib'), { recursive: true });
+      cpSync(join(ROOT, 'agent/lib/byte-size.js'), join(root, 'agent/lib/byte-size.js'));
     });
     afterAll(() => rmSync(root, { recursive: true, force: true }));
 

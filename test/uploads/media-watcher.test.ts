@@ -153,6 +153,26 @@ describe('MediaWatcher: folders', () => {
     expect(names()).toHaveLength(2);
   });
 
+  test('a media dir that does not exist is warned about once, shown until it appears, and its clips then taken by themselves', async () => {
+    const lines: string[] = [];
+    let changes = 0;
+    const { dir, clock, w, put, names } = setup({ logger: createLogger('debug', { write: (l: string) => void lines.push(l) }), onSkipped: () => void changes++ }, false);
+    const warnings = (): string[] => lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40).map((l) => l.msg);
+    w.start();
+    await clock.advance(TICK * 5);
+    expect(warnings()).toEqual([`media dir '${dir}' does not exist: nothing is uploaded from it until it does (looked for every 5 s of agent time; check the media dir setting for a typo)`]);
+    expect(w.missingDir()).toBe(dir);
+    expect(changes).toBe(1);
+    mkdirSync(dir);
+    put('late.mp4', 'x', OLD);
+    await clock.advance(TICK);
+    expect(w.missingDir()).toBeUndefined();
+    expect(names()).toEqual(['late.mp4']);
+    expect(changes).toBe(2);
+    expect(lines.some((l) => l.includes('is there now: its clips are uploaded'))).toBe(true);
+    expect(warnings()).toHaveLength(1);
+  });
+
   test('symlinks count only when they resolve to a regular file inside the dir', () => {
     const { base, dir, w, put, names } = setup();
     const inside = put('real.mp4', 'x', OLD);

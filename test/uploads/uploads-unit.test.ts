@@ -81,3 +81,35 @@ describe('UploadsUnit: requests from `c2c-agent upload`', () => {
     expect(existsSync(req!)).toBe(true);
   });
 });
+
+describe('UploadsUnit: the upload rate', () => {
+  function rateRig(pending: () => OutboxItem[]) {
+    const queueDir = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rate-'));
+    dirs.push(queueDir);
+    const clock = new FakeClock();
+    const unit = new UploadsUnit({
+      index: { load: async () => undefined, has: () => false, add: async () => undefined },
+      outbox: { items: () => [], cancel: async () => false, setUrgent: async () => false, ready: async () => true, put: async () => ({}) as OutboxItem, pending: (kind?: string) => (kind === 'upload' ? pending() : []) },
+      queueDir,
+      settleMs: 10_000,
+      clock,
+      bus: new EventBus(),
+    });
+    return { clock, unit };
+  }
+
+  it('is the bytes of the last 30 s while files wait, and 0 once none does (never the last upload\'s rate frozen in the status document)', async () => {
+    const waiting = [{ id: 'u1', kind: 'upload', state: 'pending', payload: { ...file('a.mp4'), size: 6_000_000 }, attempts: 0 }] as unknown as OutboxItem[];
+    let pending = waiting;
+    const { clock, unit } = rateRig(() => pending);
+    unit.bytesSent(3_000_000);
+    await clock.advance(1_000);
+    expect(unit.report().uploads?.bytesPerSecond).toBe(100_000);
+    expect(unit.statusText()).toMatch(/^uploading 1 file, .* left, 98 KiB\/s$/);
+    // The last part went and the item is done: idle, whatever the window still holds.
+    pending = [];
+    expect(unit.report().uploads).toMatchObject({ files: 0, bytesPerSecond: 0 });
+    expect(unit.bytesPerSecond()).toBe(0);
+    expect(unit.statusText()).toBeUndefined();
+  });
+});

@@ -29,7 +29,7 @@ export class StatusPublisher implements DaemonUnit {
     private readonly bus: EventBus,
     /** The other units' sections of status.json. */
     private readonly sections: () => Partial<StatusSections> = () => ({}),
-    /** Their one-line summaries, appended to STATUS= ("uploading 3 files, 1.2 GB left"). */
+    /** Their one-line summaries, appended to STATUS= ("uploading 3 files, 1.2 GiB left"). */
     private readonly texts: () => string[] = () => [],
   ) {}
 
