@@ -48,9 +48,12 @@ export function registerUploadHandlers(routes: HandlerMap, d: UploadHandlerDeps)
       if (!v.ok) throw new ApiError(v.status, v.status === 403 ? 'forbidden' : v.status === 404 ? 'not-found' : 'bad-request', `${v.reason}; nothing was queued`);
       files.push(v.file);
     }
-    const uploads = await d.uploads.queueByHand(files, urgent).catch((err: unknown) => {
+    const queued = await d.uploads.queueByHand(files, urgent).catch((err: unknown) => {
       throw apiErrorOf(err);
     });
+    // Each answer names the path as the client gave it (that is how a client matches them up); `file` is where it led, when that differs.
+    const given = paths as string[];
+    const uploads = queued.map((u, i) => ({ ...u, path: given[i] ?? u.path, ...(given[i] !== u.path && { file: u.path }) }));
     d.events?.uploadsSoon();
     return { status: 202, body: { uploads } };
   });

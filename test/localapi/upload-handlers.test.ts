@@ -53,7 +53,8 @@ describe('upload handlers', () => {
 
   it('queues a batch with its priority; relative paths are the media dir\'s', async () => {
     const a = await call('POST', '/v1/uploads', { paths: ['a.mp4', path.join(media, 'b.mp4')], priority: 'high' });
-    expect(a).toEqual({ status: 202, body: { uploads: [{ path: path.join(media, 'a.mp4'), id: 'id0', duplicate: false }, { path: path.join(media, 'b.mp4'), id: 'id1', duplicate: false }] } });
+    // Each answer carries the path as given; `file` where it led when that differs.
+    expect(a).toEqual({ status: 202, body: { uploads: [{ path: 'a.mp4', file: path.join(media, 'a.mp4'), id: 'id0', duplicate: false }, { path: path.join(media, 'b.mp4'), id: 'id1', duplicate: false }] } });
     expect(queued[0]!.urgent).toBe(true);
     expect(queued[0]!.files.map((f) => f.size)).toEqual([1, 2]);
   });
