@@ -54,11 +54,11 @@ function brokeWhileUp(err: AgentError): AgentError {
 }
 
 /** Re-states a failed GET /v2/devices/me with what GET /health says about the service. */
-async function explain(err: AgentError, api: ServiceApi, creds: Credentials, wallNow: number): Promise<{ err: AgentError; service: string }> {
+async function explain(err: AgentError, api: ServiceApi, creds: Credentials, wallNow: number, startAdvice: string): Promise<{ err: AgentError; service: string }> {
   const restate = (prefix: string): AgentError => new AgentError(err.kind, `${prefix}: ${err.message}`, err.details);
   if (err.kind === 'unauthorized' && creds.refreshToken !== undefined && creds.expiresAt !== undefined && Date.parse(creds.expiresAt) <= wallNow) {
     // check never refreshes: the daemon may be refreshing with the same single-use token right now.
-    const msg = `the access token expired at ${creds.expiresAt}; the daemon renews it with the refresh token while it runs (systemctl start c2c-agent), or run \`c2c-agent pair\``;
+    const msg = `the access token expired at ${creds.expiresAt}; the daemon renews it with the refresh token while it runs (${startAdvice}), or run \`c2c-agent pair\``;
     return { err: new AgentError(err.kind, msg, err.details), service: 'up' };
   }
   if (err.kind === 'unauthorized' || err.kind === 'forbidden') return { err: restate('unit not authorized'), service: 'up' };
@@ -108,7 +108,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     } catch (err) {
       if (!(err instanceof AgentError)) throw err;
       if (err.details.rateLimit !== undefined || err.details.clockOffsetMs !== undefined) Object.assign(facts, metaFacts({ rateLimit: err.details.rateLimit, clockOffsetMs: err.details.clockOffsetMs }));
-      const { err: explained, service } = await explain(err, api, creds, clock.wallNow());
+      const { err: explained, service } = await explain(err, api, creds, clock.wallNow(), settings.startAdvice);
       facts.service = service;
       throw explained;
     }

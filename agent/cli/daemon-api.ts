@@ -6,6 +6,7 @@
 // time is 69. A refusal's `kind` is the agent's own error kind when the
 // daemon sent one, so a command exits with the code it would have had doing
 // the work itself.
+import { START_ADVICE } from '../lib/advice.js';
 import type { Settings } from '../config/types.js';
 import { AgentError, type ErrorKind } from '../lib/errors.js';
 import { oneLine } from '../lib/text.js';
@@ -37,7 +38,7 @@ export function refusal(reply: ApiReply, doing: string): AgentError {
 export class DaemonApi {
   readonly socket: string;
 
-  constructor(private readonly settings: Pick<Settings, 'runtimeDir' | 'sources'>) {
+  constructor(private readonly settings: Pick<Settings, 'runtimeDir' | 'sources'> & Partial<Pick<Settings, 'startAdvice'>>) {
     this.socket = apiSocketOf(settings.runtimeDir);
   }
 
@@ -69,7 +70,7 @@ export class DaemonApi {
   /** One request the daemon must answer: no daemon is 69 with how to start it; a refusal is thrown (refusal()). */
   async require<T = unknown>(method: string, path: string, body?: unknown, timeoutMs?: number): Promise<T> {
     const reply = await this.request<T>(method, path, body, timeoutMs);
-    if (reply === undefined) throw notRunning(this.socket);
+    if (reply === undefined) throw notRunning(this.socket, this.settings.startAdvice);
     if (reply.status < 200 || reply.status > 299) throw refusal(reply, `${method} ${path}`);
     return reply.body;
   }
@@ -117,8 +118,8 @@ export interface EventsHandle {
   close(): void;
 }
 
-export function notRunning(socket: string): AgentError {
-  return new AgentError('unavailable', `no daemon runs (nothing serves ${socket}); start it with \`systemctl start c2c-agent\``);
+export function notRunning(socket: string, startAdvice = START_ADVICE): AgentError {
+  return new AgentError('unavailable', `no daemon runs (nothing serves ${socket}); ${startAdvice}`);
 }
 
 /**

@@ -112,7 +112,7 @@ export async function run(ctx: CommandContext): Promise<number> {
         `paired: ${oneLine(device.name ?? '(unnamed)', 120)} (device ${oneLine(device.id, 80)})`,
         `project: ${oneLine(device.project?.name ?? '(name not sent)', 120)} (id ${oneLine(device.project_id ?? device.project?.id ?? 'unknown', 80)})`,
         `credentials: ${settings.tokenFile}`,
-        'daemon: no daemon runs; start it with `systemctl start c2c-agent`',
+        `daemon: no daemon runs; ${settings.startAdvice}`,
         ...warnings.map((w) => `warning: ${w}`),
       ],
     );

@@ -79,7 +79,7 @@ export async function run(ctx: CommandContext): Promise<number> {
   const file = statusFile(settings.runtimeDir);
   const read = readStatus(settings.runtimeDir, settings.sources.runtimeDir);
   if (read.kind === 'missing') {
-    return fail(new AgentError('unavailable', `daemon not running (no status file ${file}); start it with \`systemctl start c2c-agent\``), {
+    return fail(new AgentError('unavailable', `daemon not running (no status file ${file}); ${settings.startAdvice}`), {
       json: ctx.json,
       extra: { running: false, statusFile: file },
     });

@@ -133,6 +133,14 @@ export const SETTING_ROWS = {
     default: "none: the window's length, 1 to 1440",
     help: "the upload window's length in minutes",
   },
+  startAdvice: {
+    flag: '--start-advice',
+    value: 'TEXT',
+    env: 'C2C_START_ADVICE',
+    configKey: 'startAdvice',
+    default: 'start it with `systemctl start c2c-agent`; the simulator sets its own',
+    help: 'what advice says to do when the daemon is not running (the simulator sets its own)',
+  },
 } as const satisfies Record<string, SettingRow>;
 
 /** Settings with no command-line option: docs/configuration.md lists them too. */

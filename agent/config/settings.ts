@@ -6,6 +6,7 @@ import path from 'node:path';
 import { isMissing, READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
 import { configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
+import { START_ADVICE } from '../lib/advice.js';
 import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile } from './firmware.js';
 import { oneLine, quote } from '../lib/text.js';
 import type { Settings } from './types.js';
@@ -180,8 +181,14 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
         : { value: DEFAULT_FIRMWARE_VERSION, source: 'default' };
   sources.firmwareVersion = fw.source;
 
+  const startFound = find('startAdvice');
+  sources.startAdvice = startFound?.source ?? 'default';
+  // Words put into messages: one line, bounded.
+  const startAdvice = startFound === undefined ? START_ADVICE : oneLine(startFound.value, 200);
+
   const settings: Settings = {
     configFile,
+    startAdvice,
     apiUrl,
     tokenFile,
     firmwareVersion: fw.value,

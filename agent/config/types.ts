@@ -38,6 +38,8 @@ export interface Settings {
   realtimeUploads?: boolean;
   /** Uploads run only inside this window (cron start, length in minutes), once the wall clock is known good. */
   uploadWindow?: { cron: string; minutes: number; source: string };
+  /** What advice says to do when the daemon is not running (lib/advice.ts START_ADVICE unless set). */
+  startAdvice: string;
   /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
   sources: Record<string, string>;
 }

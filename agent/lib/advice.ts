@@ -24,3 +24,11 @@ export function splitAdvice(message: string): { text: string; advice?: string } 
 export function fitAdvice(message: string, tokenFromEnvironment: boolean): string {
   return tokenFromEnvironment && !message.includes(TOKEN_IN_ENV_ADVICE) ? message.split(PAIR_ADVICE).join(TOKEN_IN_ENV_ADVICE) : message;
 }
+
+/**
+ * What to do when the daemon is not running, where the agent runs under
+ * systemd: the default of the startAdvice setting (config/setting-table.ts),
+ * which a place that starts the daemon some other way (the simulator, a
+ * container) sets to its own words.
+ */
+export const START_ADVICE = 'start it with `systemctl start c2c-agent`';

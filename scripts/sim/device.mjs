@@ -60,6 +60,8 @@ export class SimDevice {
       mediaDir: this.dirs.media,
       clientSecretFile: secretFile,
       firmwareVersion: FIRMWARE_VERSION,
+      // Advice the agent gives while its daemon is not running fits the simulator, which starts each agent itself (no systemd here).
+      startAdvice: "the simulator starts this camera's agent itself once it is paired",
       // The fake's throwaway CA, as a private deployment's would be given.
       ...(this.cloud.caFile && { caFile: this.cloud.caFile }),
     };

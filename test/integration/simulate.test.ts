@@ -34,6 +34,9 @@ describe('npm run simulate', () => {
     // Pairing through the device-code flow, shown as the pair command's own lines.
     expect(stdout).toMatch(/^\[sim\] cam1 pair \| pairing code: \d{3} \d{3}$/m);
     expect(stdout).toMatch(/^\[sim\] cam1 pair \| paired: /m);
+    // Advice that fits the simulator (its config's startAdvice), never systemd's.
+    expect(stdout).toContain("cam1 pair | daemon: no daemon runs; the simulator starts this camera's agent itself once it is paired");
+    expect(stdout).not.toContain('systemctl');
     expect(stdout).toMatch(/^\[sim 00:00\] cam1 agent pid \d+: `c2c-agent run`/m);
     // Off a terminal: plain lines only, one per heartbeat, and no escape code.
     expect(stdout).not.toContain('\u001b[');

@@ -9,6 +9,7 @@ import type { Settings } from '../../agent/config/types.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { createLogger, type Logger } from '../../agent/lib/logger.js';
 import { DEFAULT_QUEUE_MAX_BYTES } from '../../agent/config/settings.js';
+import { START_ADVICE } from '../../agent/lib/advice.js';
 
 export const CLIENT: ClientCredentials = { clientId: 'client-id-0001', clientSecret: 'client-secret-0001' };
 
@@ -23,6 +24,7 @@ export function settingsIn(dir: string, extra: Partial<Settings> = {}): Settings
     apiUrl: 'http://127.0.0.1:1',
     tokenFile: path.join(dir, 'credentials.json'),
     firmwareVersion: '1.0.0',
+    startAdvice: START_ADVICE,
     stateDir: dir,
     runtimeDir: dir,
     profilesDir: '',
