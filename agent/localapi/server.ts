@@ -20,6 +20,8 @@ import { ApiError, type Answer, type HandlerMap, type StreamSink } from './handl
 
 export const API_SOCKET = 'api.sock';
 export const SOCKET_MODE = 0o660;
+/** sockaddr_un's sun_path holds 108 bytes, the last a NUL. */
+export const MAX_SOCKET_PATH_BYTES = 107;
 
 export interface LocalApiServerOptions {
   socketPath: string;
@@ -59,6 +61,10 @@ export class LocalApiServer {
   /** Listens on the socket; call only while holding the run lock (a socket left there is then a dead daemon's). */
   async start(): Promise<void> {
     const { socketPath } = this.o;
+    // libuv cuts a longer path short without a word and binds *there*: a socket somewhere else, with other permissions around it.
+    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+      throw new Error(`the socket path ${socketPath} is ${Buffer.byteLength(socketPath)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket takes; use a shorter --runtime-dir`);
+    }
     await removeStaleSocket(socketPath);
     const l = this.limits;
     const server = http.createServer({

@@ -3,7 +3,7 @@
 // client that sends garbage, too much, nothing, or never reads.
 import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -147,6 +147,13 @@ describe('local API server', () => {
     const other = new LocalApiServer({ socketPath: sock, routes: new HandlerMap() });
     await expect(other.start()).rejects.toThrow(/not a socket/);
     expect(statSync(sock).isFile()).toBe(true);
+  });
+
+  it('a socket path too long for a unix socket is refused before anything is bound (libuv would bind a shortened path elsewhere)', async () => {
+    const long = path.join(dir, 'x'.repeat(120), 'api.sock');
+    const other = new LocalApiServer({ socketPath: long, routes: new HandlerMap() });
+    await expect(other.start()).rejects.toThrow(/over the 107 bytes|shorter --runtime-dir/);
+    expect(readdirSync(dir)).toEqual([]);
   });
 
   it('no daemon: the client says the socket cannot be reached, with the code', async () => {
