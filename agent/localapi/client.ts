@@ -35,9 +35,19 @@ function unreachable(err: NodeJS.ErrnoException, socketPath: string): LocalApiUn
   return new LocalApiUnreachable(code, socketPath, `cannot reach the daemon's API at ${socketPath} (${code})`);
 }
 
+/** sockaddr_un's limit: libuv would connect to a shortened path, someone else's socket perhaps. */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+function tooLong(socketPath: string): LocalApiUnreachable | undefined {
+  const n = Buffer.byteLength(socketPath);
+  return n > MAX_SOCKET_PATH_BYTES ? new LocalApiUnreachable('ENAMETOOLONG', socketPath, `the daemon's API socket path ${socketPath} is ${n} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket takes; use a shorter --runtime-dir`) : undefined;
+}
+
 /** One request with an optional JSON body; resolves with the status and the parsed JSON answer (a non-JSON answer is kept as text). */
 export function apiRequest<T = unknown>(socketPath: string, method: string, path: string, body?: unknown, o: ApiRequestOptions = {}): Promise<ApiReply<T>> {
   return new Promise((resolve, reject) => {
+    const long = tooLong(socketPath);
+    if (long) return reject(long);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const req = http.request({
       socketPath,
@@ -88,6 +98,8 @@ export interface EventsOptions {
  */
 export function apiEvents(socketPath: string, onEvent: (event: Record<string, unknown>) => void, o: EventsOptions = {}): Promise<void> {
   return new Promise((resolve, reject) => {
+    const long = tooLong(socketPath);
+    if (long) return reject(long);
     const req = http.request({ socketPath, method: 'GET', path: '/v1/events', headers: { accept: 'application/x-ndjson' } });
     let started = false;
     const head = setTimeout(() => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })), o.connectTimeoutMs ?? 10_000);

@@ -159,6 +159,8 @@ describe('local API server', () => {
   it('no daemon: the client says the socket cannot be reached, with the code', async () => {
     await expect(apiRequest(path.join(dir, 'none.sock'), 'GET', '/v1/status')).rejects.toBeInstanceOf(LocalApiUnreachable);
     await expect(apiRequest(path.join(dir, 'none.sock'), 'GET', '/v1/status')).rejects.toMatchObject({ code: 'ENOENT' });
+    await expect(apiRequest(path.join(dir, 'x'.repeat(120), 'api.sock'), 'GET', '/v1/status')).rejects.toMatchObject({ code: 'ENAMETOOLONG' });
+    await expect(apiEvents(path.join(dir, 'x'.repeat(120), 'api.sock'), () => undefined)).rejects.toMatchObject({ code: 'ENAMETOOLONG' });
   });
 
   it('events: the status first, then state, heartbeat and pairing lines, each with type and at', async () => {
