@@ -3,12 +3,14 @@
 // which Node itself reads at start), and with the `caFile` setting the
 // certificates of a private deployment added to them, never replacing them.
 //
-// One secure context for every connection of both clients: given a `ca`
-// list, Node's TLS would build a fresh context per connection and parse the
-// whole root store (~140 certificates) into it each time; built once here,
-// transport.ts and storage.ts share it. Without `caFile` nothing is built:
-// Node's default context shares one root store process-wide, the cheapest
-// there is.
+// One secure context for every connection of both clients, made on first
+// use. Given a `ca` list, Node's TLS would build a context per connection
+// and parse every certificate of the list into it each time; and a list
+// holding tls.rootCertificates parses ~140 roots again (1.5 MiB measured).
+// So the context starts as Node's default (its root store, whose parsed
+// roots Node keeps once per process) and the extra certificates are added
+// to it: Node then copies the store by reference, roots included. Without
+// `caFile` nothing is built: Node's default context is the cheapest there is.
 import https from 'node:https';
 import tls from 'node:tls';
 import { READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
@@ -16,20 +18,35 @@ import { PEM_CERTIFICATE, type ExtraCas } from '../lib/ca-file.js';
 
 export type { ExtraCas } from '../lib/ca-file.js';
 
-let shared: { pem: string; context: tls.SecureContext } | undefined;
+let shared: { key: string; context: tls.SecureContext } | undefined;
+
+/** The one method of Node's native context used here: adding a trusted certificate to its store. */
+interface NativeContext {
+  addCACert?: (pem: string) => void;
+}
 
 /**
- * The secure context trusting the system's roots plus `extra`, made on first
- * use and kept for the process (one per distinct `extra`); undefined without
- * extra CAs, where Node's own default is used.
+ * The secure context trusting the system's roots, NODE_EXTRA_CA_CERTS and
+ * `extra`, made on first use and kept for the process (one per distinct
+ * set); undefined without extra CAs, where Node's own default is used.
  */
 export function secureContextFor(extra: ExtraCas | undefined): tls.SecureContext | undefined {
   if (extra === undefined) return undefined;
-  if (shared?.pem !== extra.pem) {
-    const system = [...tls.rootCertificates, ...extraFromEnvironment()];
-    shared = { pem: extra.pem, context: tls.createSecureContext({ ca: [...system, extra.pem] }) };
-  }
+  const added = [...extraFromEnvironment(), extra.pem];
+  const key = added.join('\n');
+  if (shared?.key !== key) shared = { key, context: contextTrusting(added) };
   return shared.context;
+}
+
+function contextTrusting(added: string[]): tls.SecureContext {
+  const context = tls.createSecureContext();
+  const native = (context as unknown as { context?: NativeContext }).context;
+  if (typeof native?.addCACert === 'function') {
+    for (const pem of added) native.addCACert(pem);
+    return context;
+  }
+  // A Node without the native method: the documented way, roots parsed again.
+  return tls.createSecureContext({ ca: [...tls.rootCertificates, ...added] });
 }
 
 /**

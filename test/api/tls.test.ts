@@ -60,6 +60,21 @@ describe('trust', () => {
     expect(secureContextFor(undefined)).toBeUndefined();
   });
 
+  it('with caFile, NODE_EXTRA_CA_CERTS is still honoured (both added, neither replaced)', async () => {
+    const other = await startFakeCloud({ tls: true, devices: 1 });
+    const before = process.env.NODE_EXTRA_CA_CERTS;
+    process.env.NODE_EXTRA_CA_CERTS = other.caFile;
+    try {
+      expect((await client().getDevice()).value.id).toBe(cloud.devices[0]!.id);
+      const viaEnv = client({ baseUrl: other.url, token: other.devices[0]!.accessToken });
+      expect((await viaEnv.getDevice()).value.id).toBe(other.devices[0]!.id);
+    } finally {
+      if (before === undefined) delete process.env.NODE_EXTRA_CA_CERTS;
+      else process.env.NODE_EXTRA_CA_CERTS = before;
+      await other.close();
+    }
+  });
+
   it('without caFile a private CA is refused in words: kind tls, exit 76, what to do', async () => {
     const e = await failure(client({ trust: false }).getDevice());
     expect(e.kind).toBe('tls');

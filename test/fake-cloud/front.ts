@@ -41,6 +41,8 @@ export interface FrontOptions {
   certificate?: CertificateChoice;
   /** Where the CA file is written (default a fresh directory under the system's temp dir, removed at close). */
   caDir?: string;
+  /** A CA to sign with instead of a fresh one (many fakes, one CA a test run trusts). */
+  ca?: Issuer;
   timeScale: number;
   random: () => number;
   handler: RequestListener;
@@ -63,7 +65,7 @@ export class Front {
   port = 0;
 
   constructor(private readonly options: FrontOptions) {
-    this.ca = options.tls ? makeCa('c2c-agent fake cloud CA (throwaway)') : undefined;
+    this.ca = options.tls ? (options.ca ?? makeCa('c2c-agent fake cloud CA (throwaway)')) : undefined;
     this.server = this.ca
       ? createHttpsServer({ ...this.secureOptions(certificateFor(this.ca, options.certificate ?? { kind: 'good' })), keepAliveTimeout: 5000 }, options.handler)
       : createHttpServer({ keepAliveTimeout: 5000 }, options.handler);

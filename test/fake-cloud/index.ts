@@ -22,7 +22,7 @@ import { injectInto, socketError } from './inject.js';
 import { Front } from './front.js';
 import type { ConnectionFault } from './front.js';
 import { validateCertificateChoice } from './certs.js';
-import type { CertificateChoice } from './certs.js';
+import type { CertificateChoice, Issuer } from './certs.js';
 import type { InjectRequest, InjectResponse } from './inject.js';
 
 export type { Fault, FaultKind } from './faults.js';
@@ -74,6 +74,8 @@ export interface FakeCloudOptions {
   certificate?: CertificateChoice;
   /** Where the CA file is written (default a fresh temp dir, removed at close). */
   caDir?: string;
+  /** Sign with this CA (certs.ts makeCa) instead of a fresh one: many fakes, one CA file a test run trusts. */
+  ca?: Issuer;
 }
 
 export interface SeededDevice {
@@ -223,6 +225,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     tls: serve && options.tls === true,
     ...(options.certificate !== undefined && { certificate: validateCertificateChoice(options.certificate) }),
     ...(options.caDir !== undefined && { caDir: options.caDir }),
+    ...(options.ca !== undefined && { ca: options.ca }),
     timeScale,
     random: options.random ?? Math.random,
     onFault: (f) => referee.disturbed(undefined, clock.now(), clock.now() + (f.delayMs ?? 0)),

@@ -2,6 +2,10 @@
 // helpers start `node dist/c2c-agent.mjs run`, read `status --json`, and make
 // sure no child outlives its test.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { makeCa, type Issuer } from '../fake-cloud/certs.js';
+import { startFakeCloud, type FakeCloud, type FakeCloudOptions } from '../fake-cloud/index.js';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -49,13 +53,63 @@ export async function ensureBuilt(): Promise<void> {
   }
 }
 
-/** An environment with none of the developer's C2C_* settings leaking in. */
+let testCa: { issuer: Issuer; file: string; dir: string } | undefined;
+
+/**
+ * One throwaway CA for this test process: every fake cloud the harnesses
+ * start signs with it, and every agent they spawn trusts it through
+ * NODE_EXTRA_CA_CERTS (cleanEnv), as a unit trusts a private CA Node was
+ * told of: the bundle must not defeat that. (caFile is tested on its own,
+ * test/integration/clock.test.ts, test/api/tls.test.ts.)
+ */
+export function testCertificateAuthority(): { issuer: Issuer; file: string } {
+  if (testCa === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'c2c-test-ca-'));
+    const issuer = makeCa('c2c-agent test run CA (throwaway)');
+    const file = join(dir, 'ca.pem');
+    writeFileSync(file, issuer.certPem);
+    testCa = { issuer, file, dir };
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  }
+  return testCa;
+}
+
+/** The fake cloud as the end-to-end suites use it: HTTPS signed by the run's CA (`tls: false` for plain HTTP on loopback). */
+export function startTestCloud(options: FakeCloudOptions = {}): Promise<FakeCloud> {
+  return startFakeCloud({ tls: true, ca: testCertificateAuthority().issuer, ...options });
+}
+
+/** fetch() for a test's own calls to the fake (the test process trusts the run's CA; Node's fetch takes no CA). */
+export function cloudFetch(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; text(): Promise<string>; json(): Promise<unknown>; arrayBuffer(): Promise<ArrayBuffer> }> {
+  const u = new URL(url);
+  const request = u.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = request(u, { method: init.method ?? 'GET', headers: init.headers ?? {}, ...(u.protocol === 'https:' && { ca: testCertificateAuthority().issuer.certPem }) }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve({
+          status: res.statusCode ?? 0,
+          text: async () => body.toString('utf8'),
+          json: async () => JSON.parse(body.toString('utf8')) as unknown,
+          arrayBuffer: async () => body.buffer.slice(body.byteOffset, body.byteOffset + body.length) as ArrayBuffer,
+        });
+      });
+    });
+    req.on('error', reject);
+    req.end(init.body);
+  });
+}
+
+/** An environment with none of the developer's C2C_* settings leaking in, trusting the run's CA. */
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (!k.startsWith('C2C_') && k !== 'NOTIFY_SOCKET' && !k.startsWith('WATCHDOG_') && k !== 'NODE_OPTIONS') env[k] = v;
   }
-  return { ...env, ...extra };
+  return { ...env, NODE_EXTRA_CA_CERTS: testCertificateAuthority().file, ...extra };
 }
 
 export interface AgentDirs {

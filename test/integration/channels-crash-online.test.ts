@@ -10,7 +10,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { waitFor } from './agent-process.js';
+import { waitFor, cloudFetch } from './agent-process.js';
 import { sleepReal } from './refresh-harness.js';
 import { soak } from '../support/soak.js';
 import { CONNECT_PATH, KEYS, cli, indexesAtService, plug, serviceChannels, startChannelAgent, tempFiles, unplug, useChannelRigs, type ChannelKey } from './channels-harness.js';
@@ -95,7 +95,7 @@ describe('channels through SIGKILLs while the service answers', () => {
     while (tries < 40 && leaked < 2) {
       tries++;
       for (const ch of serviceChannels(rig)) {
-        await fetch(`${c.url}${CONNECT_PATH}/${ch.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });
+        await cloudFetch(`${c.url}${CONNECT_PATH}/${ch.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });
       }
       const before = tempFiles(state).filter((n) => CONF_TEMP.test(n)).length;
       const agent = startChannelAgent(rig);

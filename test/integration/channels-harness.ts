@@ -10,8 +10,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, wri
 import { dirname, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
-import { startFakeCloud, type FakeCloud, type SeededDevice } from '../fake-cloud/index.js';
-import { BUNDLE, cleanEnv, ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs } from './agent-process.js';
+import { type FakeCloud, type SeededDevice } from '../fake-cloud/index.js';
+import { BUNDLE, cleanEnv, ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs, startTestCloud } from './agent-process.js';
 import { startRefreshingAgent, writeClientSecret, writeCredentials, type RefreshingAgent } from './refresh-harness.js';
 
 /** The multi-av-tc profile's channels, in its order: a key's place here is its external_index. */
@@ -281,7 +281,7 @@ export function useChannelRigs(): (scale: number) => Promise<Rig> {
     for (const d of made) removeDirs(d);
   });
   return async (scale) => {
-    const cloud = await startFakeCloud({ timeScale: scale });
+    const cloud = await startTestCloud({ timeScale: scale });
     clouds.push(cloud);
     const dirs = makeDirs();
     made.push(dirs);

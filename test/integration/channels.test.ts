@@ -7,7 +7,7 @@
 // away reach it when it answers; and an hour of healthy heartbeats writes
 // nothing at all to the state dir; after an outage the device is read again.
 import { describe, expect, it } from '@jest/globals';
-import { waitFor } from './agent-process.js';
+import { waitFor, cloudFetch } from './agent-process.js';
 import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
 import { CONNECT_PATH, MODEL, channelCalls, cli, contentSnapshot, expectedIndexes, indexesAtService, plug, serviceChannels, startChannelAgent, syncCounts, unplug, type Rig, useChannelRigs } from './channels-harness.js';
 
@@ -167,7 +167,7 @@ describe('channels: the daemon and the service', () => {
       await sleepReal(1_500); // heartbeats under way
       // The channel goes at the service (someone disconnects it in the app), then the network goes.
       const [video] = serviceChannels(rig);
-      const r = await fetch(`${rig.cloud.url}${CONNECT_PATH}/${video!.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });
+      const r = await cloudFetch(`${rig.cloud.url}${CONNECT_PATH}/${video!.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });
       expect(r.status).toBe(204);
       rig.cloud.control.refuseConnections();
       await waitFor('the daemon offline', async () => (await cli(rig, ['status']).catch(() => undefined))?.json.state === 'offline', 20_000, 100);

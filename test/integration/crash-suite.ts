@@ -2,8 +2,8 @@
 // killed after each test, and the one fake cloud and unit dirs a test makes
 // closed and removed after the suite.
 import { afterAll, afterEach, beforeAll } from '@jest/globals';
-import { startFakeCloud, type FakeCloud, type FakeCloudOptions } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs } from './agent-process.js';
+import { type FakeCloud, type FakeCloudOptions } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs, startTestCloud } from './agent-process.js';
 
 export interface CrashSuite {
   cloud(options: FakeCloudOptions): Promise<FakeCloud>;
@@ -22,7 +22,7 @@ export function useCrashSuite(): CrashSuite {
   });
   return {
     async cloud(options) {
-      const c = await startFakeCloud(options);
+      const c = await startTestCloud(options);
       clouds.push(c);
       return c;
     },

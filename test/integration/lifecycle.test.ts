@@ -4,8 +4,8 @@
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult } from './agent-process.js';
+import { type FakeCloud } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, startTestCloud } from './agent-process.js';
 
 const SCALE = 60;
 // One heartbeat interval is at most 300 agent s = 5 real s; allow one more
@@ -17,7 +17,7 @@ const allDirs: AgentDirs[] = [];
 
 beforeAll(async () => {
   await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, devices: 2 });
+  cloud = await startTestCloud({ timeScale: SCALE, devices: 2 });
 }, 120_000);
 afterEach(killAll);
 afterAll(async () => {

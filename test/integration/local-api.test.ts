@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
+import { type FakeCloud } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess, startTestCloud } from './agent-process.js';
 import { FAKE_SECRET, writeSecretFile } from './pair-process.js';
 import { assetsNamed, completeNamed, describeAssets, storedProblems, storagePuts, writeMedia, PART } from './uploads-harness.js';
 
@@ -59,7 +59,7 @@ describe('local API: a UI client steers the daemon', () => {
   let dirs: AgentDirs;
   beforeAll(async () => {
     await ensureBuilt();
-    cloud = await startFakeCloud({ timeScale: SCALE, devices: 0, uploadPartBytes: PART });
+    cloud = await startTestCloud({ timeScale: SCALE, devices: 0, uploadPartBytes: PART });
     dirs = makeDirs();
   }, 120_000);
   afterAll(async () => {

@@ -3,9 +3,9 @@
 // arrives on the socket is what `systemctl status` and the watchdog would see.
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
+import { type FakeCloud } from '../fake-cloud/index.js';
 import { listenNotify, type NotifyListener } from '../daemon/notify-socket.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs } from './agent-process.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, startTestCloud } from './agent-process.js';
 
 const SCALE = 60;
 let cloud: FakeCloud;
@@ -14,7 +14,7 @@ let listener: NotifyListener | undefined;
 
 beforeAll(async () => {
   await ensureBuilt();
-  cloud = await startFakeCloud({ timeScale: SCALE, devices: 1 });
+  cloud = await startTestCloud({ timeScale: SCALE, devices: 1 });
   dirs = makeDirs();
 }, 120_000);
 afterEach(async () => {

@@ -5,8 +5,8 @@
 import { expect, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startFakeCloud, type FakeCloud, type FakeCloudOptions, type JournalEntry } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult } from './agent-process.js';
+import { type FakeCloud, type FakeCloudOptions, type JournalEntry } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, startTestCloud, cloudFetch } from './agent-process.js';
 import { killCommands, settingsArgs, startCommand, writeSecretFile, type AgentSettings, type CommandProcess, type JsonEvent } from './pair-process.js';
 
 export const TOKEN_PATH = '/v2/auth/token';
@@ -37,7 +37,7 @@ export function usePairingCloud(timeScale: number): PairingFixture {
   const allDirs: AgentDirs[] = [];
   beforeAll(async () => {
     await ensureBuilt();
-    cloud = await startFakeCloud({ timeScale, devices: 0 });
+    cloud = await startTestCloud({ timeScale, devices: 0 });
   }, 120_000);
   afterEach(async () => {
     await killCommands();
@@ -62,7 +62,7 @@ export function usePairingCloud(timeScale: number): PairingFixture {
       return { cloud: c, dirs, secretFile, s: { apiUrl: c.url, dirs, timeScale: scale, secretFile }, credentials: join(dirs.stateDir, 'credentials.json') };
     },
     async otherCloud(options) {
-      const c = await startFakeCloud(options);
+      const c = await startTestCloud(options);
       others.push(c);
       return c;
     },
@@ -132,7 +132,7 @@ export function posts(c: FakeCloud, since: number, path: string): JournalEntry[]
 
 /** GET /v2/devices/me with `accessToken`, as the service answers it now. */
 export async function getMe(c: FakeCloud, accessToken: string): Promise<number> {
-  const res = await fetch(`${c.url}/v2/devices/me`, { headers: { authorization: `Bearer ${accessToken}`, 'x-client-version': '1.0.0' } });
+  const res = await cloudFetch(`${c.url}/v2/devices/me`, { headers: { authorization: `Bearer ${accessToken}`, 'x-client-version': '1.0.0' } });
   await res.arrayBuffer();
   return res.status;
 }

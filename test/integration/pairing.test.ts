@@ -5,7 +5,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { startAgent, status, waitFor, type StatusResult } from './agent-process.js';
+import { startAgent, status, waitFor, type StatusResult, cloudFetch } from './agent-process.js';
 import { FAKE_SECRET, runCommand, settingsArgs, startCommand, writeSecretFile } from './pair-process.js';
 import {
   CODE_PATH,
@@ -212,7 +212,7 @@ describe('pair --json', () => {
     const issuedAt = posts(fast, 0, CODE_PATH)[0]!.t;
     await waitFor('the fake to be 180 s past the code', () => fast.now() >= issuedAt + 181_000, 5_000);
     expect(posts(fast, 0, TOKEN_PATH)).toEqual([]); // the agent has not polled yet
-    const other = await fetch(`${fast.url}${CODE_PATH}`, {
+    const other = await cloudFetch(`${fast.url}${CODE_PATH}`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ client_id: 'another-unit', client_secret: fast.clientSecret, scope: 'asset_create offline' }).toString(),

@@ -6,7 +6,7 @@
 import { chmodSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FakeCloud, JournalEntry, SeededDevice } from '../fake-cloud/index.js';
-import { startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult } from './agent-process.js';
+import { startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, cloudFetch } from './agent-process.js';
 
 export const TOKEN_PATH = '/v2/auth/token';
 export const HEARTBEAT_PATH = '/v2/devices/heartbeat';
@@ -145,14 +145,14 @@ export function journalQuiet(cloud: FakeCloud, quietMs = 25, timeoutMs = 5_000):
  * fake revokes the device's old tokens and issues a fresh pair.
  */
 export async function repair(cloud: FakeCloud, device: SeededDevice): Promise<Pair> {
-  const form = (rest: Record<string, string>): RequestInit => ({
+  const form = (rest: Record<string, string>): Parameters<typeof cloudFetch>[1] => ({
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-client-version': '1.0.0' },
     body: new URLSearchParams({ client_id: device.clientId, client_secret: cloud.clientSecret, ...rest }).toString(),
   });
-  const code = (await (await fetch(`${cloud.url}/v2/auth/device/code`, form({ scope: 'asset_create offline' }))).json()) as { device_code: string; user_code: string };
+  const code = (await (await cloudFetch(`${cloud.url}/v2/auth/device/code`, form({ scope: 'asset_create offline' }))).json()) as { device_code: string; user_code: string };
   if (!cloud.control.approve(code.user_code)) throw new Error('the fake did not know the user code it just issued');
-  const res = await fetch(`${cloud.url}${TOKEN_PATH}`, form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: code.device_code }));
+  const res = await cloudFetch(`${cloud.url}${TOKEN_PATH}`, form({ grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: code.device_code }));
   const tokens = (await res.json()) as { access_token?: string; refresh_token?: string };
   if (res.status !== 200 || !tokens.access_token || !tokens.refresh_token) throw new Error(`re-pairing failed: HTTP ${res.status}`);
   return { accessToken: tokens.access_token, refreshToken: tokens.refresh_token };

@@ -2,7 +2,7 @@
 // cloud, at a high --time-scale. A week of rotation with no gap in
 // authorization, a revoke by the person, and a refresh whose answer was lost.
 import { describe, expect, it } from '@jest/globals';
-import { waitFor } from './agent-process.js';
+import { waitFor, cloudFetch } from './agent-process.js';
 import { useCrashSuite } from './crash-suite.js';
 import { soak, soakStrictReferee } from '../support/soak.js';
 import { HEARTBEAT_PATH, TOKEN_PATH, entriesOf, journalQuiet, readCredentials, reachState, startRefreshingAgent, writeClientSecret, writeCredentials } from './refresh-harness.js';
@@ -100,7 +100,7 @@ describe('refresh rotation', () => {
 
     // The file holds the newest pair: its access token works, its refresh token is the only unused one.
     const file = readCredentials(dirs);
-    const me = await fetch(`${cloud.url}/v2/devices/me`, { headers: { authorization: `Bearer ${String(file.access_token)}`, 'x-client-version': '1.0.0' } });
+    const me = await cloudFetch(`${cloud.url}/v2/devices/me`, { headers: { authorization: `Bearer ${String(file.access_token)}`, 'x-client-version': '1.0.0' } });
     expect(me.status).toBe(200);
     expect(cloud.tokenState(String(file.refresh_token))).toBe('valid');
     expect(cloud.tokenState(device.refreshToken)).toBe('used');

@@ -1,8 +1,8 @@
 // The fixture most process-level tests share: a built bundle, one fake cloud
 // at the test's time scale, one set of agent dirs, and no child outliving a test.
 import { beforeAll, afterAll, afterEach } from '@jest/globals';
-import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs } from './agent-process.js';
+import { type FakeCloud } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs, startTestCloud } from './agent-process.js';
 
 export interface Fixture {
   readonly cloud: FakeCloud;
@@ -14,7 +14,7 @@ export function useCloudAndAgentDirs(timeScale: number, devices = 1): Fixture {
   let dirs: AgentDirs | undefined;
   beforeAll(async () => {
     await ensureBuilt();
-    cloud = await startFakeCloud({ timeScale, devices });
+    cloud = await startTestCloud({ timeScale, devices });
     dirs = makeDirs();
   }, 120_000);
   afterEach(killAll);

@@ -8,8 +8,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterEach } from '@jest/globals';
-import { startFakeCloud, type AssetView, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs } from './agent-process.js';
+import { type AssetView, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs, startTestCloud } from './agent-process.js';
 import { cli, makeRig, startChannelAgent, type Rig } from './channels-harness.js';
 import { reachState, type RefreshingAgent } from './refresh-harness.js';
 
@@ -188,7 +188,7 @@ export function useUploadRigs(scale: number): { rigUp(): Promise<UploadRig>; onl
   return {
     async rigUp() {
       await ensureBuilt();
-      cloud = await startFakeCloud({ timeScale: scale, uploadPartBytes: PART });
+      cloud = await startTestCloud({ timeScale: scale, uploadPartBytes: PART });
       dirs = makeDirs();
       return makeUploadRig(cloud, dirs, scale);
     },
