@@ -138,7 +138,9 @@ export class LocalApiServer {
   }
 
   private clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    if (err.code === 'ECONNRESET' || !socket.writable) {
+    // An answer already under way on this socket (pipelined requests) must not get an error head in its middle.
+    const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
+    if (err.code === 'ECONNRESET' || !socket.writable || answering) {
       socket.destroy();
       return;
     }
@@ -203,7 +205,13 @@ export class LocalApiServer {
   private answer(req: IncomingMessage, res: ServerResponse, answer: Answer, conn: Conn | undefined): void {
     if ('status' in answer) return sendJson(res, answer.status, answer.body);
     if (conn) conn.streaming = true;
-    req.socket.setTimeout(0);
+    const socket = req.socket;
+    socket.setTimeout(0);
+    // A stream that ended on a connection kept alive: an ordinary connection again, with its idle time.
+    res.on('close', () => {
+      if (conn) conn.streaming = false;
+      if (!socket.destroyed) socket.setTimeout(this.limits.idleTimeoutMs);
+    });
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
     res.flushHeaders();
     answer.stream(this.sink(res));
