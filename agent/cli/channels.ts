@@ -24,6 +24,8 @@ import { oneLine } from '../lib/text.js';
 
 export const usage = 'channels [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+export const summary = 'The channels the firmware profile lists: which are plugged in here, which the service knows (asked once when paired), which wait to sync.';
+export const optionHelp = { json: { help: 'one JSON object on stdout instead of lines of text' } };
 
 type AtService = { id: string; name: string | null; status: string | null } | null | 'unknown';
 type ServiceView = { reachable: true; channels: DeviceChannel[] } | { reachable: false; error: string };

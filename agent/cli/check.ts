@@ -3,6 +3,7 @@
 // profile)? One GET /v2/devices/me; when that fails for a reason other than
 // the token, GET /health tells "service unreachable" from "service up but
 // this call failed", so an installer knows whom to call.
+import type { SettingKey } from '../config/setting-table.js';
 import { createServiceApi, type ServiceApi } from '../api/service.js';
 import type { ResponseMeta } from '../api/types.js';
 import { loadCredentials, type Credentials } from '../auth/credentials.js';
@@ -18,6 +19,10 @@ import { agentVersion } from './version.js';
 
 export const usage = 'check [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+export const summary = 'Pairing check: verifies the token with GET /v2/devices/me and shows the device, its project and the firmware profile.';
+export const optionHelp = { json: { help: 'one JSON object on stdout instead of lines of text' } };
+export const needs = ['apiUrl'] as const satisfies readonly SettingKey[];
+export const needsAlso = ['credentials from `c2c-agent pair`, or C2C_TOKEN'];
 
 // Failures whose cause could be the service as a whole rather than this unit.
 const PROBE_HEALTH = new Set(['network', 'server', 'rate-limited', 'protocol', 'not-found']);

@@ -6,7 +6,10 @@
 //
 //   export const usage = 'check [--json]';               // shown by `c2c-agent check --help`
 //   export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
-//   export const help = ['what it does', '--opt  what it changes'];  // optional, under the usage
+//   export const summary = 'what it does, one sentence';
+//   export const optionHelp = { json: { help: 'one JSON object' } };  // its own options, with defaults
+//   export const needs = ['apiUrl'] as const;   // settings it cannot work without (setting-table.ts keys)
+//   export const help = ['more lines under the summary'];  // optional
 //   export async function run(ctx: CommandContext): Promise<number> { ... return 0; }
 //
 // and add ONE line to COMMANDS in agent/cli/commands.ts:
@@ -27,6 +30,7 @@
 //     is flushed, nothing calls process.exit()).
 import type { ParseArgsConfig } from 'node:util';
 import type { SettingsOptions } from '../config/settings.js';
+import type { SettingKey } from '../config/setting-table.js';
 
 export type CommandOptions = NonNullable<ParseArgsConfig['options']>;
 
@@ -44,8 +48,23 @@ export interface CommandContext {
   env: NodeJS.ProcessEnv;
 }
 
+/** One of a command's own options, for its --help: what its value is called, what it does, its default. */
+export interface OptionHelp {
+  value?: string;
+  help: string;
+  default?: string;
+}
+
 export interface CommandModule {
   usage: string;
+  /** What the command does, one sentence, first under the usage in --help. */
+  summary?: string;
+  /** Its own options (keys of `options`) explained, with their defaults. */
+  optionHelp?: Readonly<Record<string, OptionHelp>>;
+  /** The settings it cannot work without: --help shows each from the setting table (option, variable, config key, help, default). */
+  needs?: readonly SettingKey[];
+  /** What else it needs that is no setting ("credentials from `c2c-agent pair`"). */
+  needsAlso?: readonly string[];
   /** Lines `c2c-agent <name> --help` prints under the usage: what it does, its own options, its exit codes. */
   help?: readonly string[];
   options: CommandOptions;

@@ -65,8 +65,9 @@ async function main(argv: string[]): Promise<number> {
   adviseForTokenFromEnvironment(ctx.env.C2C_TOKEN !== undefined && ctx.env.C2C_TOKEN !== '');
   if (help) {
     // --json promises exactly one JSON object on stdout, help included.
-    if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, ...(mod.help && { help: mod.help }), settingsOptions: commonOptionsHelp() });
-    else printLine(`usage: c2c-agent ${mod.usage}`, ...(mod.help ?? []).map((l) => `  ${l}`), `settings options: ${commonOptionsHelp()}`);
+    const { commandHelp, commandHelpJson, helpWidth } = await import('./command-help.js');
+    if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, ...commandHelpJson(mod), ...(mod.help && { help: mod.help }), settingsOptions: commonOptionsHelp() });
+    else printLine(...commandHelp(name, mod, helpWidth(process.stdout)));
     return 0;
   }
   return mod.run(ctx);

@@ -7,6 +7,7 @@
 // shows its flow the same way (pair-via-daemon.ts): the daemon is the only
 // writer of its state while it runs. Ctrl-C or SIGTERM cancels at any step
 // (130 / 143).
+import type { SettingKey } from '../config/setting-table.js';
 import { createServiceApi, type ServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
@@ -32,6 +33,12 @@ export const usage = 'pair [--json] [--timeout SECONDS]';
 export const options = { json: { type: 'boolean' }, timeout: { type: 'string' } } satisfies CommandOptions;
 
 export const DEFAULT_TIMEOUT_S = PAIRING_TIMEOUT_MS / 1000;
+export const summary = 'Device-code pairing: shows a code a person approves in the app, then stores the tokens (through the daemon when one runs).';
+export const optionHelp = {
+  json: { help: 'JSON Lines on stdout, one object per event' },
+  timeout: { value: 'SECONDS', help: 'how long to wait for a person to approve the code', default: `${DEFAULT_TIMEOUT_S} s` },
+};
+export const needs = ['apiUrl', 'clientSecretFile'] as const satisfies readonly SettingKey[];
 const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
 function timeoutOf(value: unknown): number {

@@ -13,8 +13,13 @@ export const options = {
   firmware: { type: 'string' },
   json: { type: 'boolean' },
 } satisfies CommandOptions;
+export const summary = 'Lists and validates the firmware profiles, and shows which one the firmware version selects. No network.';
+export const optionHelp = {
+  firmware: { value: 'SEMVER', help: 'the firmware version to select a profile for', default: 'the firmware version setting (--firmware-version)' },
+  json: { help: 'one JSON object on stdout instead of lines of text' },
+};
 
-function summary(p: FirmwareProfile, selected: boolean): Record<string, unknown> {
+function profileSummary(p: FirmwareProfile, selected: boolean): Record<string, unknown> {
   return {
     id: p.id,
     name: p.name,
@@ -57,11 +62,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     selected = selectProfile(profiles, fw, fwSource);
   } catch (err) {
     if (!ctx.json) listHuman(profiles, undefined, settings.profilesDir);
-    return fail(err, { json: ctx.json, extra: { ...facts, selected: null, profiles: profiles.map((p) => summary(p, false)) } });
+    return fail(err, { json: ctx.json, extra: { ...facts, selected: null, profiles: profiles.map((p) => profileSummary(p, false)) } });
   }
 
   if (ctx.json) {
-    printJson({ ok: true, exitCode: 0, ...facts, selected: selected.id, profiles: profiles.map((p) => summary(p, p === selected)) });
+    printJson({ ok: true, exitCode: 0, ...facts, selected: selected.id, profiles: profiles.map((p) => profileSummary(p, p === selected)) });
   } else {
     listHuman(profiles, selected, settings.profilesDir);
     printLine(`firmware ${fw} (from ${fwSource}) selects ${selected.id}: ${selected.name}`);

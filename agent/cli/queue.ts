@@ -20,6 +20,8 @@ import { formatBytes, oneLine, quote } from '../lib/text.js';
 
 export const usage = 'queue [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+export const summary = 'What the offline queue holds (channel operations, uploads), read from the state dir, whether or not the daemon runs.';
+export const optionHelp = { json: { help: 'one JSON object on stdout instead of lines of text' } };
 
 /** Items listed one by one (the counts cover all of them). */
 const LIST_MAX = 50;

@@ -1,5 +1,6 @@
 // `c2c-agent run`: the daemon in the foreground, as systemd runs it
 // (Type=notify). The daemon's wiring lives in agent/daemon/main.ts.
+import type { SettingKey } from '../config/setting-table.js';
 import v8 from 'node:v8';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
@@ -10,6 +11,9 @@ import { agentVersion } from './version.js';
 
 export const usage = 'run';
 export const options = {} satisfies CommandOptions;
+export const summary = 'The daemon, in the foreground (systemd Type=notify): heartbeats, channels, uploads through the durable queue.';
+export const needs = ['apiUrl', 'clientSecretFile'] as const satisfies readonly SettingKey[];
+export const needsAlso = ['credentials from `c2c-agent pair` (or C2C_TOKEN); without them it runs and waits in needs-pairing'];
 
 /**
  * The paths the daemon works in are what they should be, or absent (made

@@ -6,6 +6,7 @@
 // there. Without what a revocation needs (the client secret, the API URL) it
 // forgets nothing and exits 78, since the token would stay valid at the
 // service; `--local` forgets here without asking the service at all.
+import type { SettingKey } from '../config/setting-table.js';
 import type { ClientCredentials } from '../api/oauth.js';
 import { createServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
@@ -22,11 +23,13 @@ import { agentVersion } from './version.js';
 
 export const usage = 'unpair [--json] [--local]';
 export const options = { json: { type: 'boolean' }, local: { type: 'boolean' } } satisfies CommandOptions;
-export const help = [
-  'Revokes the authorization at the service, then forgets the credentials here.',
-  'Without a client secret or an API URL nothing is forgotten (exit 78): the token would stay valid at the service.',
-  '--local   forget the credentials here without asking the service (it keeps the authorization until the device is removed in the app)',
-];
+export const summary = 'Revokes the authorization at the service, then forgets the credentials here.';
+export const help = ['Without a client secret or an API URL nothing is forgotten (exit 78): the token would stay valid at the service.'];
+export const optionHelp = {
+  json: { help: 'one JSON object on stdout instead of lines of text' },
+  local: { help: 'forget the credentials here without asking the service (it keeps the authorization until the device is removed in the app)' },
+};
+export const needs = ['apiUrl', 'clientSecretFile'] as const satisfies readonly SettingKey[];
 
 /** What --local says in every refusal: the one way to forget without revoking. */
 const LOCAL_ADVICE = 'or run `c2c-agent unpair --local` to forget the credentials here only (the service keeps the authorization until the device is removed in the app)';

@@ -33,6 +33,8 @@ import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'upload FILE... [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
+export const summary = 'Queues files for upload, whether or not the daemon runs (handed to it when it does; the next `run` uploads them otherwise).';
+export const optionHelp = { json: { help: 'one JSON object on stdout instead of lines of text' } };
 export const allowPositionals = true;
 
 /** What became of one file: queued now (`queued`), or already in the queue as item `id`. */

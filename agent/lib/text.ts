@@ -59,3 +59,25 @@ export function describeDuration(ms: number): string {
 
 /** Sizes and rates: binary (IEC) units, the convention of the agent and the simulator alike (byte-size.js says why). */
 export { formatBytes, formatRate } from './byte-size.js';
+
+/**
+ * Words wrapped to `width` columns, every line after the first indented by
+ * `indent` spaces; a word longer than a line stands alone on its own. Words
+ * joined by U+00A0 stay together (the caller turns it back into a space).
+ */
+export function wrap(text: string, width: number, indent = 0): string[] {
+  const lines: string[] = [];
+  let line = '';
+  // Only plain spaces break: a no-break space (U+00A0) keeps "--media-dir DIR" on one line.
+  for (const word of text.split(/[ \t\n]+/).filter((w) => w !== '')) {
+    const pad = lines.length === 0 ? '' : ' '.repeat(indent);
+    if (line === '') line = `${pad}${word}`;
+    else if (line.length + 1 + word.length <= width) line += ` ${word}`;
+    else {
+      lines.push(line);
+      line = `${' '.repeat(indent)}${word}`;
+    }
+  }
+  if (line !== '') lines.push(line);
+  return lines;
+}

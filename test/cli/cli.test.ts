@@ -4,6 +4,9 @@ import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'nod
 import path from 'node:path';
 import { buildBundle, ROOT, type Bundle } from './bundle.js';
 import { VALID_PROFILE } from '../config/helpers.js';
+import { COMMANDS } from '../../agent/cli/commands.js';
+import { optionText, SETTING_ROWS } from '../../agent/config/setting-table.js';
+import { PAIRING_TIMEOUT_MS } from '../../agent/lib/timing.js';
 
 let bundle: Bundle;
 beforeAll(async () => {
@@ -61,7 +64,46 @@ describe('c2c-agent CLI (built bundle)', () => {
   it('command --help prints the usage as text', () => {
     const r = bundle.run(['check', '--help']);
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/^usage: c2c-agent check \[--json\]\nsettings options: --config FILE --api-url URL /);
+    expect(r.stdout).toMatch(/^usage: c2c-agent check \[--json\]\n\nPairing check: /);
+  });
+
+  it('pair --help says what it needs (the client secret, the API URL) and its defaults, from the setting table, wrapped to 80 columns off a terminal', () => {
+    const r = bundle.run(['pair', '--help']);
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.filter((l) => l.length > 80)).toEqual([]);
+    const text = r.stdout.replace(/\s+/g, ' ');
+    expect(text).toContain(`--timeout SECONDS how long to wait for a person to approve the code (default: ${PAIRING_TIMEOUT_MS / 1000} s)`);
+    const needs = text.slice(text.indexOf('needs:'));
+    expect(needs).toContain(`--client-secret-file FILE ${SETTING_ROWS.clientSecretFile.help}; or environment C2C_CLIENT_SECRET_FILE, config key clientSecretFile; default: none`);
+    expect(needs).toContain('--api-url URL');
+    // The other settings are named once, each option whole on its line.
+    expect(r.stdout).toMatch(/--upload-roots DIR:DIR/);
+  });
+
+  it('command --help wraps to the terminal it is shown on', () => {
+    const r = spawnSync('script', ['-qfec', `stty cols 50; ${JSON.stringify(process.execPath)} ${JSON.stringify(bundle.file)} pair --help`, '/dev/null'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', C2C_CONFIG: path.join(ROOT, 'test/cli/fixtures/empty-config.json'), TERM: 'dumb' },
+    });
+    expect(r.status).toBe(0);
+    const lines = r.stdout.replace(/\r/g, '').trimEnd().split('\n');
+    expect(lines.length).toBeGreaterThan(20);
+    expect(lines.filter((l) => l.length > 50)).toEqual([]);
+  });
+
+  it.each(Object.keys(COMMANDS))('%s --help explains each of its own options and names what it needs, in the text and in --json', async (name) => {
+    const mod = await COMMANDS[name]!();
+    expect(mod.summary).toBeTruthy();
+    expect(Object.keys(mod.optionHelp ?? {}).sort()).toEqual(Object.keys(mod.options).sort());
+    const r = bundle.run([name, '--help']);
+    expect(r.status).toBe(0);
+    expect(r.stdout.trimEnd().split('\n').filter((l) => l.length > 80)).toEqual([]);
+    for (const k of mod.needs ?? []) expect(r.stdout).toContain(optionText(SETTING_ROWS[k]));
+    if (!('json' in mod.options)) return;
+    const j = JSON.parse(bundle.run([name, '--help', '--json']).stdout) as { needs: { setting: string }[]; options: { option: string }[] };
+    expect(j.needs.map((n) => n.setting)).toEqual([...(mod.needs ?? [])]);
+    expect(j.options).toHaveLength(Object.keys(mod.options).length);
   });
 
   it.each([['check'], ['profiles'], ['status']])('%s --json --help prints exactly one JSON object with the usage', (cmd) => {
