@@ -15,6 +15,7 @@
 // 78 GiB, far beyond a take; a longer one is handed back to a whole-file
 // upload.
 import type { OutboxItem } from '../outbox/types.js';
+import type { PartHashName } from './part-hash.js';
 
 export const REALTIME_KIND = 'realtime-upload';
 export const REALTIME_PART_BYTES = 8 * 1024 * 1024;
@@ -36,8 +37,6 @@ export interface RealtimePayload {
   mtimeMs: number;
 }
 
-/** A part's hash as recorded: the first 16 hex digits of the SHA-256 of the bytes sent. */
-export const HASH_HEX = 16;
 
 export interface RealtimeProgress {
   assetId: string;
@@ -45,6 +44,8 @@ export interface RealtimeProgress {
   createdAt: number;
   /** The part size the asset was cut with. */
   partBytes: number;
+  /** How `sent` was hashed (part-hash.ts). */
+  hash: PartHashName;
   /** `sent[n-1]`: the hash of part n as it went; '' for a part not sent. */
   sent: string[];
   /** Bytes of the file on disk at the last record (what `queue` shows as the total while it records). */
@@ -63,7 +64,7 @@ export function realtimeProgressOf(v: unknown): RealtimeProgress | undefined {
   const p = v as Partial<RealtimeProgress>;
   if (typeof p.assetId !== 'string' || typeof p.createdAt !== 'number' || !Number.isSafeInteger(p.partBytes) || (p.partBytes as number) <= 0) return undefined;
   if (!Array.isArray(p.sent) || !p.sent.every((h) => typeof h === 'string')) return undefined;
-  if (!Number.isSafeInteger(p.seen)) return undefined;
+  if (!Number.isSafeInteger(p.seen) || (p.hash !== 'crc32' && p.hash !== 'sha256')) return undefined;
   return p as RealtimeProgress;
 }
 

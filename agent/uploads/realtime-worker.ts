@@ -25,7 +25,6 @@
 // for REALTIME_STALL_MS (a recorder that died: what is on disk is uploaded,
 // not left to expire). A `.part` that disappears without becoming its
 // finished name ends the item with that reason; nothing waits on it.
-import { createHash } from 'node:crypto';
 import { promises as fs, type Stats } from 'node:fs';
 import type { AssetEndpoints, RealtimePart } from '../api/assets.js';
 import { MAX_UPLOAD_PARTS } from '../api/assets.js';
@@ -42,7 +41,8 @@ import type { OutboxItem } from '../outbox/types.js';
 import { PAUSED_REFUSED, type FileIdentity } from './upload-item.js';
 import { writeUploadRequest } from './upload-request.js';
 import { UPLOAD_LIFETIME_MS } from './upload-worker.js';
-import { HASH_HEX, REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
+import { PART_HASH, partHasher, type PartHasher } from './part-hash.js';
+import { REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
 
 export interface RealtimeWorkerDeps {
   assets: Pick<AssetEndpoints, 'createRealtime' | 'realtimeParts'>;
@@ -99,7 +99,8 @@ class Stop extends Error {
 /** The recording cannot go on as a real-time upload (the file shrank, too many parts): it goes as a whole file once finished. */
 class HandBack extends Error {}
 
-const hashOf = (h: ReturnType<typeof createHash>): string => h.digest('hex').slice(0, HASH_HEX);
+/** The hasher of the progress record's kind; the caller made sure this Node has it (upload()). */
+const hasherOf = (prog: RealtimeProgress): PartHasher => partHasher(prog.hash) as PartHasher;
 
 /** Where the recording is now. */
 type Place = { at: 'recording' } | { at: 'finished' } | { at: 'gone'; why: string };
@@ -198,8 +199,9 @@ export class RealtimeWorker implements Worker {
   private async upload(item: OutboxItem, p: RealtimePayload, found: RealtimeProgress | undefined, fh: fs.FileHandle, signal: AbortSignal): Promise<Outcome> {
     const partBytes = this.d.partBytes ?? REALTIME_PART_BYTES;
     let prog = found;
-    if (prog !== undefined && (prog.partBytes !== partBytes || this.d.serverNow() - prog.createdAt > UPLOAD_LIFETIME_MS)) {
-      this.d.logger?.info({ name: p.name, asset: prog.assetId }, 'real-time upload: the asset expired or was cut differently; starting a new one');
+    // A record this agent cannot go on from (expired, cut differently, hashed in a way this Node cannot) starts a new asset.
+    if (prog !== undefined && (prog.partBytes !== partBytes || this.d.serverNow() - prog.createdAt > UPLOAD_LIFETIME_MS || partHasher(prog.hash) === undefined)) {
+      this.d.logger?.info({ name: p.name, asset: prog.assetId }, 'real-time upload: the asset expired, or its parts were cut or hashed otherwise; starting a new one');
       prog = undefined;
     }
     prog ??= await this.create(item.id, p, partBytes, signal);
@@ -252,7 +254,7 @@ export class RealtimeWorker implements Worker {
         signal,
       )
     ).value;
-    const prog: RealtimeProgress = { assetId: asset.id, createdAt: this.d.serverNow(), partBytes, sent: [], seen: 0 };
+    const prog: RealtimeProgress = { assetId: asset.id, createdAt: this.d.serverNow(), partBytes, hash: PART_HASH, sent: [], seen: 0 };
     // On flash before any part goes: a part sent to an asset the next run does not know of is a part sent twice.
     await Promise.all([this.d.outbox.progress(id, prog), this.d.outbox.flush()]);
     this.d.logger?.info({ name: p.name, asset: asset.id }, 'real-time upload started');
@@ -266,12 +268,12 @@ export class RealtimeWorker implements Worker {
    */
   private async sendPart(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: fs.FileHandle, part: RealtimePart, seen: number, signal: AbortSignal, final?: RealtimeProgress['final']): Promise<void> {
     const url = (await this.d.assets.realtimeParts(state.prog.assetId, [part], final?.size, signal)).value[0] as string;
-    const hash = createHash('sha256');
+    const hash = hasherOf(state.prog);
     const start = (part.number - 1) * state.prog.partBytes;
     const body = part.size === 0 ? Buffer.alloc(0) : { file: p.path, fd: fh.fd, start, onRead: (b: Buffer) => void hash.update(b) };
     await this.d.storage.put({ url, body, length: part.size, contentType: p.filetype, signal });
     this.d.onBytes?.(part.size);
-    state.hashes[part.number - 1] = hashOf(hash);
+    state.hashes[part.number - 1] = hash.digest();
     const hashes = Array.from(state.hashes, (h) => h ?? '');
     // A final part's record says the asset is complete, in the same record as its hash.
     state.prog = { ...state.prog, sent: hashes, seen, ...(final !== undefined && { final }) };
@@ -281,15 +283,15 @@ export class RealtimeWorker implements Worker {
   }
 
   /** The hash of bytes [start, start + length) as the file holds them now. */
-  private async hashNow(fh: fs.FileHandle, start: number, length: number, buf: Buffer): Promise<string> {
-    const hash = createHash('sha256');
+  private async hashNow(prog: RealtimeProgress, fh: fs.FileHandle, start: number, length: number, buf: Buffer): Promise<string> {
+    const hash = hasherOf(prog);
     for (let at = 0; at < length; ) {
       const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, length - at), start + at);
       if (bytesRead === 0) break;
       hash.update(buf.subarray(0, bytesRead));
       at += bytesRead;
     }
-    return hashOf(hash);
+    return hash.digest();
   }
 
   /**
@@ -309,7 +311,7 @@ export class RealtimeWorker implements Worker {
     // recording are hashed again from the file: a rewritten one goes again, under its number.
     const sendFirst = async (): Promise<void> => {
       if (last === 1) return;
-      if (state.hashes[0] && (await this.hashNow(fh, 0, P, Buffer.allocUnsafe(256 * 1024))) === state.hashes[0]) return;
+      if (state.hashes[0] && (await this.hashNow(state.prog, fh, 0, P, Buffer.allocUnsafe(256 * 1024))) === state.hashes[0]) return;
       await this.sendPart(id, p, state, fh, { number: 1, size: P }, size, signal);
     };
     const changed = async (): Promise<number[]> => {
@@ -318,7 +320,7 @@ export class RealtimeWorker implements Worker {
       const out: number[] = [];
       for (let n = 2; n < last; n++) {
         const sent = state.hashes[n - 1];
-        if (!sent || (await this.hashNow(fh, (n - 1) * P, P, buf)) !== sent) out.push(n);
+        if (!sent || (await this.hashNow(state.prog, fh, (n - 1) * P, P, buf)) !== sent) out.push(n);
       }
       return out;
     };
