@@ -63,6 +63,12 @@ function makeRig(tmp, world, server, rng, o = {}) {
     C2C_FIRMWARE_VERSION: FIRMWARE,
     C2C_HOST_ROOT: dirs.host,
   };
+  if (server.caPem) {
+    // Over TLS: the hostile server's throwaway CA, as a private deployment's is given.
+    const caFile = path.join(tmp, 'fuzz-ca.pem');
+    writeFileSync(caFile, server.caPem);
+    env.C2C_CA_FILE = caFile;
+  }
   return { dirs, env, tokenFile, tokens };
 }
 
@@ -398,6 +404,29 @@ function heartbeatProblems(server, scale) {
   return [];
 }
 
+/**
+ * Half the cases run over TLS (the agent trusts the hostile server's CA through
+ * caFile), and in some of those the TLS front misbehaves on a share of new
+ * connections: a handshake cut after the ClientHello, one held for a while,
+ * a certificate no client accepts. Drawn from a stream of its own, so the
+ * other draws of a seed stay what they were.
+ */
+function tlsPlan(rng) {
+  if (!rng.chance(0.5)) return undefined;
+  const rate = rng.pick([0, 0, 0.1, 0.25]);
+  const conn = rng.fork('connections');
+  return {
+    rate,
+    trouble() {
+      if (!(rate > 0) || !conn.chance(rate)) return undefined;
+      const kind = conn.pick(['cut', 'hold', 'certificate']);
+      if (kind === 'hold') return { kind, ms: conn.pick([200, 1500, 6000]) };
+      if (kind === 'certificate') return { kind, certificate: conn.pick(['expired', 'not-yet-valid', 'wrong-host', 'unknown-ca']) };
+      return { kind };
+    },
+  };
+}
+
 // ---- the target -----------------------------------------------------------------------
 
 export const answersTarget = {
@@ -422,14 +451,21 @@ export const answersTarget = {
     });
     // The server needs the planner and the planner the server's URL (for presigned URLs): a late binding.
     let plan;
-    const server = await startHostileServer({ plan: (req) => plan(req), onError: (err) => ctx.log?.(`planner error: ${err?.stack ?? err}`) });
+    const tls = tlsPlan(rng.fork('tls'));
+    const server = await startHostileServer({ plan: (req) => plan(req), onError: (err) => ctx.log?.(`planner error: ${err?.stack ?? err}`), ...(tls && { tls }) });
     const world = new World(rng.fork('world'), server.url);
     plan = planner(rng.fork('server'), world, mixFor);
     try {
-      if (kind === 'check') return await checkCase(ctx, world, server);
-      if (kind === 'pair') return await pairCase(ctx, world, server);
-      if (kind === 'unpair') return await unpairCase(ctx, world, server);
-      return await daemonCase(ctx, world, server, retryOnly, scale);
+      const res =
+        kind === 'check' ? await checkCase(ctx, world, server)
+        : kind === 'pair' ? await pairCase(ctx, world, server)
+        : kind === 'unpair' ? await unpairCase(ctx, world, server)
+        : await daemonCase(ctx, world, server, retryOnly, scale);
+      if (tls) {
+        const t = server.tlsTrouble;
+        res.desc.push(`over TLS (caFile)${tls.rate > 0 ? `, the TLS front spoiling ${tls.rate * 100}% of connections: ${t.cut} cut, ${t.held} held, ${t.badCertificate} bad certificate` : ''}`);
+      }
+      return res;
     } finally {
       await server.close();
     }

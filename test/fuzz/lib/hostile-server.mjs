@@ -7,12 +7,22 @@
 // on this connection), 'close' or 'hang' (leave it open and silent). Every
 // wait is bounded and ends when the server closes, and every socket is
 // destroyed by close(), so no case leaves a timer or a connection behind.
+//
+// With `tls`, the same server speaks HTTPS (a throwaway CA, scripts/lib/certs.mjs)
+// behind a TLS front that misbehaves on its own: `tls.trouble()` decides per
+// new connection whether its handshake is cut after the ClientHello, held for
+// a while, or served a certificate no client accepts (expired, not yet valid,
+// for another host, from an unknown CA). Those connections never carry a
+// request, so they are in no log entry: the client saw a failure the planner
+// never chose, which the oracles must accept like any network failure.
 import net from 'node:net';
+import tlsModule from 'node:tls';
+import { certificateFor, makeCa } from '../../../scripts/lib/certs.mjs';
 
 const MAX_HEAD = 4 * 1024 * 1024;
 const MAX_BODY = 64 * 1024 * 1024;
 
-export async function startHostileServer({ plan, onError }) {
+export async function startHostileServer({ plan, onError, tls }) {
   const conns = new Set();
   const log = [];
   const counts = new Map();
@@ -166,7 +176,7 @@ export async function startHostileServer({ plan, onError }) {
     if (conn.buf.length > 0) void serve(conn);
   }
 
-  const server = net.createServer((sock) => {
+  const accept = (sock) => {
     if (closing) return sock.destroy();
     const conn = { sock, buf: Buffer.alloc(0), busy: false, state: 'idle', opened: Date.now(), last: Date.now(), peerEnded: false };
     conns.add(conn);
@@ -181,8 +191,10 @@ export async function startHostileServer({ plan, onError }) {
     });
     sock.on('error', () => undefined);
     sock.on('close', () => conns.delete(conn));
-    sock.setNoDelay(true);
-  });
+    sock.setNoDelay?.(true);
+  };
+  const front = tls ? tlsFront(tls, accept, delay, () => closing) : undefined;
+  const server = net.createServer(front?.connection ?? accept);
   server.maxConnections = 512;
   await new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -192,7 +204,11 @@ export async function startHostileServer({ plan, onError }) {
 
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`,
+    /** The CA to trust (PEM) over TLS, else undefined. */
+    caPem: front?.caPem,
+    /** Connections the TLS front spoiled before any request: { cut, held, badCertificate }. */
+    tlsTrouble: front?.counts,
     log,
     counts,
     /** Connections still open, with how long (real ms) nothing has moved on them. */
@@ -205,7 +221,63 @@ export async function startHostileServer({ plan, onError }) {
       for (const stop of closers) stop();
       closers.clear();
       for (const c of conns) c.sock.destroy();
+      front?.close();
       await new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * The TLS front: every raw connection is handed to one TLS server (never
+ * listening itself), whose certificate is chosen just before (a good one, or
+ * a bad one the trouble asked for), or cut, or held first.
+ * tls: { trouble(): undefined | { kind: 'cut' } | { kind: 'hold', ms } | { kind: 'certificate', certificate } }
+ */
+function tlsFront(tls, accept, delay, closing) {
+  const ca = makeCa('c2c-agent fuzz CA (throwaway)');
+  const good = certificateFor(ca, { kind: 'good' });
+  const contexts = new Map();
+  const contextFor = (kind) => {
+    if (!contexts.has(kind)) {
+      const c = kind === 'good' ? good : certificateFor(ca, { kind });
+      contexts.set(kind, { cert: c.certPem, key: c.keyPem });
+    }
+    return contexts.get(kind);
+  };
+  const server = tlsModule.createServer({ ...contextFor('good') }, accept);
+  server.on('tlsClientError', () => undefined);
+  const raws = new Set();
+  const counts = { cut: 0, held: 0, badCertificate: 0 };
+  const handOver = (raw, kind) => {
+    if (raw.destroyed || closing()) return raw.destroy();
+    // Handshakes are set up synchronously on 'connection': the context set now is this connection's.
+    server.setSecureContext(contextFor(kind));
+    server.emit('connection', raw);
+  };
+  return {
+    caPem: ca.certPem,
+    counts,
+    connection(raw) {
+      if (closing()) return raw.destroy();
+      raws.add(raw);
+      raw.on('close', () => raws.delete(raw));
+      raw.on('error', () => undefined);
+      const t = tls.trouble();
+      if (t?.kind === 'cut') {
+        counts.cut++;
+        raw.once('data', () => raw.destroy());
+        return;
+      }
+      if (t?.kind === 'hold') {
+        counts.held++;
+        void delay(t.ms).then(() => handOver(raw, 'good'));
+        return;
+      }
+      if (t?.kind === 'certificate') counts.badCertificate++;
+      handOver(raw, t?.kind === 'certificate' ? t.certificate : 'good');
+    },
+    close() {
+      for (const r of raws) r.destroy();
     },
   };
 }
