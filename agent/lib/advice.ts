@@ -14,9 +14,15 @@ export function pairAdvice(tokenFromEnvironment: boolean): string {
 
 const KNOWN = [TOKEN_IN_ENV_ADVICE, PAIR_ADVICE];
 
-/** "refused (invalid_grant); run `c2c-agent pair`" → { text: 'refused (invalid_grant)', advice: 'run `c2c-agent pair`' }. */
+/**
+ * "refused (invalid_grant); run `c2c-agent pair`" → { text: 'refused (invalid_grant)', advice: 'run `c2c-agent pair`' };
+ * also at the end of a closing parenthesis: "HTTP 401 (the token was rejected; run `c2c-agent pair`)" → "HTTP 401 (the token was rejected)".
+ */
 export function splitAdvice(message: string): { text: string; advice?: string } {
-  for (const advice of KNOWN) if (message.endsWith(`; ${advice}`)) return { text: message.slice(0, -(advice.length + 2)), advice };
+  for (const advice of KNOWN) {
+    if (message.endsWith(`; ${advice}`)) return { text: message.slice(0, -(advice.length + 2)), advice };
+    if (message.endsWith(`; ${advice})`)) return { text: `${message.slice(0, -(advice.length + 3))})`, advice };
+  }
   return { text: message };
 }
 

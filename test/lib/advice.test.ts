@@ -21,6 +21,7 @@ describe('advice', () => {
   it('splits a trailing piece of advice off a reason, so `status` says it once', () => {
     expect(splitAdvice(`the service refused the refresh token (invalid_grant); ${PAIR_ADVICE}`)).toEqual({ text: 'the service refused the refresh token (invalid_grant)', advice: PAIR_ADVICE });
     expect(splitAdvice(`refused; ${TOKEN_IN_ENV_ADVICE}`)).toEqual({ text: 'refused', advice: TOKEN_IN_ENV_ADVICE });
+    expect(splitAdvice(`GET /v2/devices/me: HTTP 401 (the token was rejected; ${TOKEN_IN_ENV_ADVICE})`)).toEqual({ text: 'GET /v2/devices/me: HTTP 401 (the token was rejected)', advice: TOKEN_IN_ENV_ADVICE });
     expect(splitAdvice('network ECONNREFUSED')).toEqual({ text: 'network ECONNREFUSED' });
   });
 });
