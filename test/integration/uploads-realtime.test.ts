@@ -98,8 +98,12 @@ describe('real-time uploads', () => {
       await online(rig, agent);
       const dead: string[] = [];
       const putsAtKill: number[] = [];
+      const stored = (): number => storagePuts(rig.cloud).filter((e) => e.status === 200).length;
       const restart = async (): Promise<void> => {
-        putsAtKill.push(storagePuts(rig.cloud).filter((e) => e.status === 200).length);
+        // The kill comes while parts go: once a part reached storage since the last start (a loaded machine may be slow to start).
+        const before = putsAtKill.at(-1) ?? 0;
+        await waitFor('a part stored since the last start', () => stored() > before, 20_000, 5);
+        putsAtKill.push(stored());
         await kill9(agent);
         dead.push(...deadLettered(agent));
         agent = startRealtime(rig, media.dir);
