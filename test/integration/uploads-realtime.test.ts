@@ -84,6 +84,8 @@ describe('real-time uploads', () => {
       await sleepReal(500);
       expect(assetsNamed(rig.cloud, 'take.mov')).toHaveLength(1);
       expect(deadLettered(agent)).toEqual([]);
+      // The presigned part URLs are secrets: in no log line, status or queue output.
+      expect(JSON.stringify([agent.lines(), during])).not.toMatch(/X-Amz-Signature/);
       console.info(`realtime: ${bytes} bytes at ${RATE / 1e6} MB/s, ${parts} parts, stop to complete ${tailMs} real ms`);
     } finally {
       media.remove();
