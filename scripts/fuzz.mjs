@@ -2,7 +2,7 @@
 // The long fuzz run (`npm run fuzz`): the same seeded generators and oracles
 // as the jest suites in test/fuzz/, for as many cases or minutes as asked.
 //
-//   node scripts/fuzz.mjs [--target answers|files|media|all] [--seed S]
+//   node scripts/fuzz.mjs [--target answers|files|media|localapi|all] [--seed S]
 //                         [--cases N] [--minutes M] [--case N] [--jobs N] [--verbose]
 //                         [--bundle FILE] [--fake-cloud FILE]
 //
@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { TARGETS, freshSeed, killAll, replayCommand, runTarget } from '../test/fuzz/lib/run.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const USAGE = 'usage: node scripts/fuzz.mjs [--target answers|files|media|all] [--seed S] [--cases N] [--minutes M] [--case N] [--jobs N] [--verbose] [--bundle FILE] [--fake-cloud FILE]';
+const USAGE = 'usage: node scripts/fuzz.mjs [--target answers|files|media|localapi|all] [--seed S] [--cases N] [--minutes M] [--case N] [--jobs N] [--verbose] [--bundle FILE] [--fake-cloud FILE]';
 
 function usage(message) {
   process.stderr.write(`fuzz: ${message}\n${USAGE}\n`);

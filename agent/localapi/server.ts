@@ -16,10 +16,15 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '../lib/logger.js';
 import { LOCAL_API } from '../lib/timing.js';
+import { oneLine } from '../lib/text.js';
 import { ApiError, type Answer, type HandlerMap, type StreamSink } from './handlers.js';
 
 export const API_SOCKET = 'api.sock';
 export const SOCKET_MODE = 0o660;
+/** An error message's most characters (a path the client sent may be kilobytes). */
+const MAX_MESSAGE = 300;
+/** A body refused by its declared length is read away before the answer when it is at most this many times the cap. */
+const DRAIN_FACTOR = 8;
 /** sockaddr_un's sun_path holds 108 bytes, the last a NUL. */
 export const MAX_SOCKET_PATH_BYTES = 107;
 
@@ -176,9 +181,10 @@ export class LocalApiServer {
     } catch (err) {
       const e = err instanceof ApiError ? err : new ApiError(500, 'internal', `the daemon failed to answer: ${err instanceof Error ? err.message : String(err)}`);
       if (!(err instanceof ApiError)) this.o.logger?.error({ err: String(err), path: req.url }, 'local API: a handler failed (a bug)');
-      // A body left unread (too large) must not be parsed as the next request: the connection ends with the answer.
-      if (e.status === 413) res.setHeader('connection', 'close');
-      sendJson(res, e.status, { error: { kind: e.kind, message: e.message } });
+      // A body left unread (far too large, or cut off as it passed the cap) must not be parsed as the next request: the connection ends with the answer.
+      if (e.status === 413 && !req.complete) res.setHeader('connection', 'close');
+      // One line, and not the whole of a 5 KB path the client sent.
+      sendJson(res, e.status, { error: { kind: e.kind, message: oneLine(e.message, MAX_MESSAGE) } });
     }
   }
 
@@ -186,13 +192,33 @@ export class LocalApiServer {
   private async readBody(req: IncomingMessage): Promise<unknown> {
     const max = this.limits.maxBodyBytes;
     const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > max) throw new ApiError(413, 'too-large', `request body of ${declared} bytes is over the local API's cap of ${max}`);
+    if (declared > max) {
+      const refusal = new ApiError(413, 'too-large', `request body of ${declared} bytes is over the local API's cap of ${max}`);
+      // Not much over: read it away first, so a client still sending gets the answer rather than a reset (the
+      // connection may close right after the answer). Far over: answered at once, the connection closed.
+      if (declared <= DRAIN_FACTOR * max) {
+        try {
+          for await (const _ of req as AsyncIterable<Buffer>) {
+            // dropped
+          }
+        } catch {
+          // gone: nobody to answer
+        }
+      }
+      throw refusal;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
-    for await (const chunk of req as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > max) throw new ApiError(413, 'too-large', `request body is over the local API's cap of ${max} bytes`);
-      chunks.push(chunk);
+    try {
+      for await (const chunk of req as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > max) throw new ApiError(413, 'too-large', `request body is over the local API's cap of ${max} bytes`);
+        chunks.push(chunk);
+      }
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      // The client went away mid-body (or sent less than it said): nobody is left to answer, and it is no bug of ours.
+      throw new ApiError(400, 'bad-request', 'the request body ended before its length');
     }
     if (size === 0) return undefined;
     try {

@@ -123,6 +123,14 @@ describe('local API server', () => {
     expect(chunked).toMatch(/^HTTP\/1\.1 413/);
   });
 
+  it('a body declared over the cap and sent whole gets its 413 (read away after the answer, not a reset), and the connection serves the next request', async () => {
+    await serve({ maxBodyBytes: 1024 });
+    const body = `{"paths":["${'a'.repeat(300 * 1024)}"]}`;
+    const got = await raw(sock, `POST /v1/echo HTTP/1.1\r\nhost: x\r\ncontent-length: ${body.length}\r\n\r\n${body}GET /v1/status HTTP/1.1\r\nhost: x\r\n\r\n`, 1_000);
+    expect(got).toMatch(/^HTTP\/1\.1 413 /);
+    expect(got).toContain('"kind":"too-large"');
+  });
+
   it('garbage that is not HTTP, and a head over the cap, are refused with a JSON error and the connection closed', async () => {
     await serve();
     const g = await raw(sock, Buffer.from([0, 1, 2, 255, 13, 10, 13, 10]));

@@ -30,7 +30,7 @@ export interface FuzzResult {
   summary: string;
 }
 export interface FuzzRunOptions {
-  target: 'answers' | 'files' | 'media';
+  target: 'answers' | 'files' | 'media' | 'localapi';
   bundle: string;
   fakeCloud?: string;
   seed: number;

@@ -13,11 +13,12 @@ import { Rng, caseSeed } from './rng.mjs';
 import { answersTarget } from './answers.mjs';
 import { filesTarget } from './files.mjs';
 import { mediaTarget } from './media.mjs';
+import { localapiTarget } from './localapi.mjs';
 import { killAll } from './proc.mjs';
 
 export { killAll };
 
-export const TARGETS = { answers: answersTarget, files: filesTarget, media: mediaTarget };
+export const TARGETS = { answers: answersTarget, files: filesTarget, media: mediaTarget, localapi: localapiTarget };
 
 /** A seed for a fresh run: printed, so the run can be replayed. */
 export const freshSeed = () => Math.floor(Math.random() * 2 ** 31);

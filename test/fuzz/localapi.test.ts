@@ -1,0 +1,6 @@
+// Fuzzer 4 (issue 20): the daemon's local API against hostile clients
+// (test/fuzz/lib/localapi.mjs). Long run: node scripts/fuzz.mjs --target localapi.
+import { fuzzSuite } from './fuzz-suite.js';
+
+// Seed 1 found a handler's "aborted" read logged as a bug, kilobyte error messages, and a 413 lost to a reset.
+fuzzSuite({ target: 'localapi', seeds: [1], casesPerSeed: 3, jobs: 1, timeoutMs: 240_000 });
