@@ -20,7 +20,7 @@ import { readQueueOf } from '../outbox/reader.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { agentVersion } from './version.js';
-import { oneLine } from '../lib/text.js';
+import { formatBytes, oneLine } from '../lib/text.js';
 
 export const usage = 'channels [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -102,7 +102,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const hw = hardware;
     if (hw.model || hw.os) lines.push(`hardware: ${[hw.manufacturer, hw.model].filter(Boolean).join(' ') || 'unknown model'}${hw.serial ? `, serial ${hw.serial}` : ''}${hw.os ? `; ${[hw.os.distro, hw.os.release, hw.os.kernel].filter(Boolean).join(' ')}` : ''}`);
     const space = hw.space?.stateDir;
-    if (space?.freeBytes !== undefined) lines.push(`free space: ${Math.round(space.freeBytes / 1048576)} MiB${space.totalBytes !== undefined ? ` of ${Math.round(space.totalBytes / 1048576)} MiB` : ''} (state dir)`);
+    if (space?.freeBytes !== undefined) lines.push(`free space: ${formatBytes(space.freeBytes)}${space.totalBytes !== undefined ? ` of ${formatBytes(space.totalBytes)}` : ''} (state dir)`);
     printLine(...lines);
     return EXIT.ok;
   } catch (err) {
