@@ -77,7 +77,9 @@ export class LocalApiServer {
       headersTimeout: l.headersTimeoutMs,
       requestTimeout: l.requestTimeoutMs,
       keepAliveTimeout: l.idleTimeoutMs,
-      connectionsCheckingInterval: 1_000,
+      // node checks heads and requests against their timeouts on this interval, connections or not: every
+      // second would wake an idle camera every second; a head is dropped within twice its timeout instead.
+      connectionsCheckingInterval: l.headersTimeoutMs,
     });
     this.server = server;
     // Inactivity on any socket that is not a stream: a connection that sends nothing is dropped.
