@@ -3,19 +3,22 @@
 // dir, what `c2c-agent status` reads and what systemd's STATUS= line says.
 import type { Clock } from '../lib/clock.js';
 import { formatDuration } from '../lib/text.js';
+import { PAIR_ADVICE, splitAdvice } from '../lib/advice.js';
 import type { Device } from '../api/types.js';
 import type { HeartbeatOutcome } from './heartbeat/scheduler.js';
 import type { DaemonSnapshot, DaemonState, Moment } from '../core/state.js';
 
-/** What a person must do in needs-pairing, first on the STATUS= line and in `status`. */
-export const NEEDS_PAIRING_LINE = 'needs pairing: run `c2c-agent pair`';
+/** What a person must do in needs-pairing, first on the STATUS= line: the advice the reason ends with (fitted to C2C_TOKEN, lib/advice.ts), else pairing. */
+export function needsPairingLine(reason: string): string {
+  return `needs pairing: ${splitAdvice(reason).advice ?? PAIR_ADVICE}`;
+}
 
 /** One line for `systemctl status`: "online; cam-07 in project Testbed; next heartbeat in 2m13s". */
 export function statusLine(s: DaemonSnapshot, now: number): string {
   const parts: string[] = [s.state];
   // systemctl status shows one line: keep the reason to its gist.
   const reason = s.reason.length > 60 ? `${s.reason.slice(0, 59)}…` : s.reason;
-  if (s.state === 'needs-pairing') parts[0] = NEEDS_PAIRING_LINE;
+  if (s.state === 'needs-pairing') parts[0] = needsPairingLine(s.reason);
   // The clock's sentence whole: it is the one thing the person can act on.
   else if (s.clockProblem !== undefined && s.state !== 'online') parts[0] = `${s.state}: ${s.clockProblem}`;
   else if (s.state !== 'online' && reason) parts[0] = `${s.state} (${reason})`;
