@@ -44,7 +44,7 @@ const PARTS = {
 };
 // Table order, and what a row says when its part failed.
 const LABELS = {
-  rss10: 'idle RSS after 10 heartbeats (HTTPS)', rss10plain: 'idle RSS after 10 heartbeats, plain HTTP (loopback)', rss10cafile: 'idle RSS after 10 heartbeats, HTTPS trusting caFile', rss10api: 'idle RSS after 10 heartbeats, local API with an events reader attached', rss24: 'idle RSS after 24 agent hours', growth: 'RSS growth over 24 agent hours', start: 'start to first heartbeat',
+  rss10: 'idle RSS after 10 heartbeats (HTTPS)', rss10plain: 'idle RSS after 10 heartbeats, plain HTTP (loopback)', rss10cafile: 'idle RSS after 10 heartbeats, HTTPS trusting caFile', rss10api: 'idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', rss24: 'idle RSS after 24 agent hours', growth: 'RSS growth over 24 agent hours', start: 'start to first heartbeat',
   bundle: 'bundle dist/c2c-agent.mjs', state: 'bytes written to the state dir per healthy heartbeat', cpu: 'CPU s per agent hour',
   upload: 'RSS while uploading a 2 GiB sparse file',
   realtime: 'stop to complete, a clip recorded at 20 MB/s over a 40 MB/s link', realtimeRss: 'RSS while a recording uploads in real time', herd: 'thundering herd after a mass restart',
