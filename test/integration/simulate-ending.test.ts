@@ -83,7 +83,9 @@ describe('how the simulator ends', () => {
   it('on a terminal, a run stopped by Ctrl-C ends the screen on its FAILED verdict', async () => {
     // A real pseudo-terminal (util-linux script), 100 x 40; the Ctrl-C typed into it.
     const cmd = `stty cols 100 rows 40; exec ${JSON.stringify(process.execPath)} ${JSON.stringify(SIMULATE)} ${STORY.join(' ')}`;
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm' } });
+    const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
+    const [key, value] = marker.split('=') as [string, string];
+    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm', [key]: value } });
     const out = watch(child);
     await out.waitFor(/state starting -> online/);
     child.stdin!.write('\u0003');
@@ -101,9 +103,13 @@ describe('how the simulator ends', () => {
     expect(kept).toBeGreaterThan(-1);
     expect(kept).toBeLessThan(screen.findIndex((l) => l.startsWith('── report:')));
     expect(code).toBe(1);
+    expect(await noneLeft(marker)).toEqual([]);
   }, 90_000);
 
-  it('a hang-up mid-story (the terminal closed) leaves no process of the run behind', async () => {
+  it.each([
+    ['SIGHUP', 'a hang-up (the terminal closed)'],
+    ['SIGTERM', 'a SIGTERM'],
+  ] as const)('%s mid-story: %s leaves no process of the run behind', async (signal) => {
     const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
     const [key, value] = marker.split('=') as [string, string];
     const child = spawn(process.execPath, [SIMULATE, ...STORY], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [key]: value } });
@@ -111,10 +117,10 @@ describe('how the simulator ends', () => {
     await out.waitFor(/cam1 state starting -> online/);
     // The fake cloud, the agent and the simulator are running now.
     expect(processesWith(marker).length).toBeGreaterThanOrEqual(3);
-    child.kill('SIGHUP');
+    child.kill(signal);
     await out.closed;
     expect(await noneLeft(marker)).toEqual([]);
-    expect(out.text()).toMatch(/stopped by SIGHUP/);
+    expect(out.text()).toContain(`stopped by ${signal}`);
     expect(out.text().trimEnd().split('\n').at(-1)).toMatch(/^(FAILED: \d+ of \d+ invariants broken|simulate: )/);
   }, 90_000);
 
