@@ -3,8 +3,11 @@
 import type { CommandModule } from './command.js';
 
 export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
+  cancel: () => import('./cancel.js'),
   channels: () => import('./channels.js'),
   check: () => import('./check.js'),
+  prefs: () => import('./prefs.js'),
+  priority: () => import('./priority.js'),
   profiles: () => import('./profiles.js'),
   queue: () => import('./queue.js'),
   pair: () => import('./pair.js'),

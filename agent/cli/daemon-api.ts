@@ -9,6 +9,7 @@
 import { START_ADVICE } from '../lib/advice.js';
 import type { Settings } from '../config/types.js';
 import { AgentError, type ErrorKind } from '../lib/errors.js';
+import { fsError } from '../lib/fs-errors.js';
 import { oneLine } from '../lib/text.js';
 import { apiEvents, apiRequest, LocalApiUnreachable, type ApiReply } from '../localapi/client.js';
 import { apiSocketOf } from '../localapi/local-api-unit.js';
@@ -31,7 +32,9 @@ function kindOfStatus(status: number): ErrorKind {
 export function refusal(reply: ApiReply, doing: string): AgentError {
   const e = (reply.body as { error?: { kind?: unknown; message?: unknown } } | undefined)?.error;
   const message = typeof e?.message === 'string' ? oneLine(e.message, 400) : `the daemon answered ${reply.status} to ${doing}`;
-  const kind = typeof e?.kind === 'string' && KINDS.has(e.kind) ? (e.kind as ErrorKind) : kindOfStatus(reply.status);
+  // A request the daemon could not take as asked (no such upload, a path that is not there, a bad value) is the person's to fix: 64.
+  const asked = reply.status === 400 || reply.status === 404 || reply.status === 405 || reply.status === 413;
+  const kind = !asked && typeof e?.kind === 'string' && KINDS.has(e.kind) ? (e.kind as ErrorKind) : kindOfStatus(reply.status);
   return new AgentError(kind, message, { status: reply.status });
 }
 
@@ -43,12 +46,11 @@ export class DaemonApi {
   }
 
   private unreachable(err: LocalApiUnreachable): AgentError {
-    const from = this.settings.sources.runtimeDir === undefined ? '' : ` (from ${this.settings.sources.runtimeDir})`;
-    if (err.code === 'EACCES' || err.code === 'EPERM') {
-      return new AgentError('config', `cannot connect to the daemon's API at '${this.socket}'${from}: permission denied (${err.code}); run as the agent's user, or add this user to the agent's group (docs/local-api.md, "Who may connect")`, { code: err.code, source: 'runtimeDir' });
-    }
     if (err.code === 'ETIMEDOUT') return new AgentError('unavailable', `the daemon's API at '${this.socket}' did not answer in time; see \`systemctl status c2c-agent\``, { code: err.code });
-    return new AgentError('config', `cannot connect to the daemon's API at '${this.socket}'${from} (${err.code}); check the runtime dir`, { code: err.code, source: 'runtimeDir' });
+    // A path the user cannot reach (EACCES, ENOTDIR, ELOOP...) is the one mapping's (lib/fs-errors.ts): a setting or a permission to fix, 78.
+    const e = fsError({ code: err.code, syscall: 'connect', errno: 0 }, "connect to the daemon's API at", this.socket, this.settings.sources.runtimeDir ?? 'the default runtime dir');
+    if (err.code !== 'EACCES' && err.code !== 'EPERM') return e;
+    return new AgentError(e.kind, `${e.message}, or add this user to the agent's group (docs/local-api.md, "Who may connect")`, e.details);
   }
 
   /**

@@ -24,7 +24,10 @@ const helpText = (SETTINGS_HELP: string): string => `usage: c2c-agent <command> 
   c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
   c2c-agent channels [--json]        channels detected here vs. channels the service knows
   c2c-agent queue   [--json]         what the offline queue holds (channel operations, uploads)
-  c2c-agent upload  FILE... [--json] queue files for upload, whether or not the daemon runs
+  c2c-agent upload  FILE... [--priority high|normal] [--json]  queue files for upload, whether or not the daemon runs
+  c2c-agent cancel  ID... | --all [--json]   stop uploads (the daemon's; never retried)
+  c2c-agent priority ID high|normal [--json]  send a waiting upload first, or back in line
+  c2c-agent prefs   [KEY=VALUE...] [--json]   the daemon's preferences: c2c-agent prefs autoUpload=off
   c2c-agent --version | --help
 
 

@@ -3,12 +3,13 @@
 // oldest pending item's age, and what the cap dropped or corruption moved
 // aside. Read straight from the state dir without taking the daemon's lock or
 // touching a file, so it works whether or not the daemon runs; a running
-// daemon adds what only it knows (in flight, attempts) through status.json.
+// daemon adds what only it knows (in flight, attempts, skipped media-dir
+// entries) through its local API (GET /v1/status).
 import { loadSettings } from '../config/settings.js';
-import { readStatus } from '../daemon/runtime/status-file.js';
-import { daemonRuns } from '../daemon/runtime/run-lock.js';
-import type { OutboxSection, SkippedSection } from '../core/status-document.js';
-import { EXIT } from '../lib/errors.js';
+import type { Settings } from '../config/types.js';
+import { statusDocumentOf, type OutboxSection, type SkippedSection } from '../core/status-document.js';
+import { AgentError, EXIT } from '../lib/errors.js';
+import { DaemonApi } from './daemon-api.js';
 import { formatDuration } from '../lib/text.js';
 import { readQueueOf } from '../outbox/reader.js';
 import type { OutboxItem } from '../outbox/types.js';
@@ -43,12 +44,20 @@ export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
 /** What `queue` takes from the daemon's outbox section: which items run, and their attempts. */
 export type DaemonQueueView = Pick<OutboxSection, 'inFlight' | 'attempts'>;
 
-/** What only a running daemon knows: in flight and attempts (the outbox), and the media-dir entries it skips. */
-function daemonView(runtimeDir: string): { view: DaemonQueueView; skipped: SkippedSection | undefined } | undefined {
-  const read = readStatus(runtimeDir);
-  if (read.kind !== 'ok' || !daemonRuns(read.doc)) return undefined;
-  const { outbox, uploads } = read.doc;
-  // The document was checked when read (core/status-document.ts); the list is capped here too, so a hand-made file cannot flood the screen.
+/** What only a running daemon knows, from its GET /v1/status: in flight and attempts (the outbox), and the media-dir entries it skips. */
+async function daemonView(settings: Settings): Promise<{ view: DaemonQueueView; skipped: SkippedSection | undefined } | { view?: undefined; warning?: string }> {
+  let reply;
+  try {
+    reply = await new DaemonApi(settings).request('GET', '/v1/status', undefined, 5_000);
+  } catch (err) {
+    // The files are read all the same: what the daemon alone knows is missing, and the line says why.
+    return { warning: err instanceof AgentError ? err.message : String(err) };
+  }
+  if (reply === undefined) return {};
+  const doc = reply.status === 200 ? statusDocumentOf(reply.body) : undefined;
+  if (doc === undefined) return { warning: `the daemon's GET /v1/status answered ${reply.status} with no status document; in flight and attempts not shown` };
+  const { outbox, uploads } = doc;
+  // The document was checked when read (core/status-document.ts); the list is capped here too.
   const skipped = uploads?.skipped && { entries: uploads.skipped.entries.slice(0, SKIPPED_LIST_MAX), more: uploads.skipped.more };
   return { view: outbox ?? { inFlight: [], attempts: {} }, skipped };
 }
@@ -85,17 +94,19 @@ export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
     const { dir, items, stats } = await readQueueOf(settings.stateDir, settings.sources.stateDir, settings.queueMaxBytes);
-    const daemon = daemonView(settings.runtimeDir);
-    const view = daemon?.view;
-    const skipped = daemon?.skipped;
+    const daemon = await daemonView(settings);
+    const view = daemon.view;
+    const skipped = daemon.view !== undefined ? daemon.skipped : undefined;
+    const warning = daemon.view === undefined ? daemon.warning : undefined;
     const oldestAgeMs = stats.oldestPending === null ? null : Math.max(0, Date.now() - Date.parse(stats.oldestPending));
     const listed = listedItems(items).map((i) => shown(i, view));
     const inFlight = view?.inFlight.length ?? 0;
     if (ctx.json) {
-      printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed, ...(skipped !== undefined && { skipped }) });
+      printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed, ...(skipped !== undefined && { skipped }), ...(warning !== undefined && { warnings: [warning] }) });
       return EXIT.ok;
     }
-    const lines = [`queue: ${dir}, ${stats.diskBytes} bytes on flash (cap ${settings.queueMaxBytes})${view ? '' : '; the daemon is not running'}`];
+    const lines = [`queue: ${dir}, ${stats.diskBytes} bytes on flash (cap ${settings.queueMaxBytes})${view ? '' : warning !== undefined ? '; the daemon could not be asked' : '; the daemon is not running'}`];
+    if (warning !== undefined) lines.push(`warning: ${warning}`);
     const kinds = Object.entries(stats.byKind);
     if (kinds.length === 0) lines.push('  empty');
     for (const [kind, by] of kinds) {
@@ -109,7 +120,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     for (const i of listed) {
       const u = i.upload;
       const what = u !== undefined
-        ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${u.realtime === 'recording' ? ' so far (recording)' : ''}`
+        ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${u.realtime === 'recording' ? ' so far (recording)' : ''} [${i.id}]`
         : `${i.state.padEnd(9)} ${i.kind} ${i.id} since ${i.createdAt}`;
       lines.push(`  ${what}${i.reason ? `: ${i.reason}` : ''}${i.attempts ? ` (${i.attempts} attempts, last: ${i.lastError ?? ''})` : ''}`);
     }

@@ -1,12 +1,15 @@
-// `c2c-agent status [--json]`: the running daemon's state, read from the
-// runtime dir, no network. A status file whose daemon is gone (crashed,
-// killed, stopped) is reported as such with exit 69.
+// `c2c-agent status [--json]`: the running daemon's state, asked of its local
+// API (GET /v1/status), no network. Without a daemon answering, the status
+// file in the runtime dir tells how the last one ended (crashed, killed,
+// stopped: exit 69); a runtime dir or socket this user cannot read is 78.
 import { loadSettings } from '../config/settings.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { daemonRuns } from '../daemon/runtime/run-lock.js';
-import type { ChannelsSection, OutboxSection, StatusDocument } from '../core/status-document.js';
+import { statusDocumentOf, type ChannelsSection, type OutboxSection, type StatusDocument } from '../core/status-document.js';
+import type { Settings } from '../config/types.js';
+import { DaemonApi, refusal } from './daemon-api.js';
 import { formatBytes, formatDuration, oneLine, quotePath } from '../lib/text.js';
 import { pairAdvice, splitAdvice } from '../lib/advice.js';
 import { uploadProgress } from '../uploads/upload-summary.js';
@@ -77,8 +80,45 @@ function queueSummary(byKind: OutboxSection['byKind']): string {
   return `${pending} pending${dead > 0 ? `, ${dead} dead-lettered (see c2c-agent queue)` : ''}`;
 }
 
+/** The running daemon's own answer (GET /v1/status), or undefined when no daemon serves its API. */
+async function askDaemon(settings: Settings): Promise<StatusDocument | undefined> {
+  const daemon = new DaemonApi(settings);
+  const reply = await daemon.request('GET', '/v1/status', undefined, 5_000);
+  if (reply === undefined) return undefined;
+  if (reply.status !== 200) throw refusal(reply, 'GET /v1/status');
+  const doc = statusDocumentOf(reply.body);
+  if (doc === undefined) throw new AgentError('protocol', `the daemon's answer to GET /v1/status at ${daemon.socket} is not a status document this agent understands`);
+  return doc;
+}
+
+function report(ctx: CommandContext, settings: Settings, snap: StatusDocument): number {
+  const now = new SystemClock(snap.timeScale > 0 ? snap.timeScale : 1).now();
+  // Scripts and health checks act on the code: running but unpaired is 77, like `check`.
+  const exitCode = snap.state === 'needs-pairing' ? EXIT.noperm : EXIT.ok;
+  if (ctx.json) {
+    const nextInMs = snap.nextHeartbeat ? Math.round(snap.nextHeartbeat.monotonic - now) : undefined;
+    printJson({ ok: exitCode === EXIT.ok, exitCode, running: true, ...snap, ...(nextInMs !== undefined && { nextHeartbeatInMs: nextInMs }) });
+  } else {
+    printLine(...humanBlock(snap, now));
+  }
+  // The contract's one line on stderr for every non-zero exit; in needs-pairing, the one piece of advice.
+  if (exitCode !== EXIT.ok) {
+    const { text, advice } = splitAdvice(snap.reason);
+    printError(`needs pairing: ${advice ?? pairAdvice(settings.token !== undefined)}${ctx.json && text ? ` (${text})` : ''}`);
+  }
+  return exitCode;
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
+  // A running daemon answers for itself; the status file then only tells how a daemon that is gone ended.
+  let live: StatusDocument | undefined;
+  try {
+    live = await askDaemon(settings);
+  } catch (err) {
+    return fail(err, { json: ctx.json, extra: { running: null } });
+  }
+  if (live !== undefined) return report(ctx, settings, live);
   const file = statusFile(settings.runtimeDir);
   const read = readStatus(settings.runtimeDir, settings.sources.runtimeDir);
   if (read.kind === 'missing') {
@@ -95,7 +135,6 @@ export async function run(ctx: CommandContext): Promise<number> {
     });
   }
   const snap = read.doc;
-  const now = new SystemClock(snap.timeScale > 0 ? snap.timeScale : 1).now();
   if (!daemonRuns(snap)) {
     const message =
       snap.state === 'stopped'
@@ -103,18 +142,5 @@ export async function run(ctx: CommandContext): Promise<number> {
         : `daemon not running (pid ${snap.pid} gone; last state ${snap.state} at ${snap.updated.at})`;
     return fail(new AgentError('unavailable', message), { json: ctx.json, extra: { running: false, statusFile: file, last: snap } });
   }
-  // Scripts and health checks act on the code: running but unpaired is 77, like `check`.
-  const exitCode = snap.state === 'needs-pairing' ? EXIT.noperm : EXIT.ok;
-  if (ctx.json) {
-    const nextInMs = snap.nextHeartbeat ? Math.round(snap.nextHeartbeat.monotonic - now) : undefined;
-    printJson({ ok: exitCode === EXIT.ok, exitCode, running: true, ...snap, ...(nextInMs !== undefined && { nextHeartbeatInMs: nextInMs }) });
-  } else {
-    printLine(...humanBlock(snap, now));
-  }
-  // The contract's one line on stderr for every non-zero exit; in needs-pairing, the one piece of advice.
-  if (exitCode !== EXIT.ok) {
-    const { text, advice } = splitAdvice(snap.reason);
-    printError(`needs pairing: ${advice ?? pairAdvice(settings.token !== undefined)}${ctx.json && text ? ` (${text})` : ''}`);
-  }
-  return exitCode;
+  return report(ctx, settings, snap);
 }

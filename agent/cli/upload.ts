@@ -1,17 +1,18 @@
-// `c2c-agent upload FILE... [--json]`: queue files for upload from anywhere,
-// for integrators' scripts. With a daemon running, the files are handed to
-// it (a request file in the queue's incoming/ folder: the daemon alone writes
-// the outbox); without one, this command takes the daemon's lock for a moment
-// and puts them in the outbox itself, and the next `run` uploads them.
+// `c2c-agent upload FILE... [--priority high|normal] [--json]`: queue files
+// for upload, for integrators' scripts. With a daemon running, the files go
+// through its local API (POST /v1/uploads: the daemon alone writes the
+// outbox, and takes paths only from the media dir and the upload roots);
+// without one, this command takes the daemon's lock for a moment and puts
+// them in the outbox itself, and the next `run` uploads them.
 //
-// Success is said only for what is on flash: a request file written and
-// fsynced, or outbox records the disk took. The outbox holds records the
-// disk refuses in memory (a daemon keeps retrying them); this process is
-// about to exit, so for it that is a failure, one line and a non-zero exit
-// (lib/fs-errors.ts: read-only 78, full 75). A file already queued (same
-// path, inode, size and modification time) is not queued again: its item's
-// id comes back with `queued: false`.
-import { closeSync, constants, fstatSync, openSync } from 'node:fs';
+// Success is said only for what is on flash: the daemon's answer, or outbox
+// records the disk took. The outbox holds records the disk refuses in memory
+// (a daemon keeps retrying them); this process is about to exit, so for it
+// that is a failure, one line and a non-zero exit (lib/fs-errors.ts:
+// read-only 78, full 75). A file already queued (same path, inode, size and
+// modification time) is not queued again: its item's id comes back with
+// `queued: false`.
+import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { loadSettings } from '../config/settings.js';
 import { acquireRunLock } from '../daemon/runtime/run-lock.js';
@@ -19,29 +20,35 @@ import { ensureDir } from '../lib/ensure-dir.js';
 import { SystemClock, type Clock } from '../lib/clock.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError, isFsError } from '../lib/fs-errors.js';
-import { quotePath } from '../lib/text.js';
-import { readBootId, readOutbox, Outbox } from '../outbox/outbox.js';
+import { quote, quotePath } from '../lib/text.js';
+import { readBootId, Outbox } from '../outbox/outbox.js';
 import { nodeOutboxFs } from '../outbox/node-fs.js';
 import type { OutboxFs, OutboxItem } from '../outbox/types.js';
 import { fileTypeOf } from '../uploads/file-type.js';
-import { INCOMING_DIR, writeUploadRequest } from '../uploads/upload-request.js';
 import { UPLOAD_KIND, sameUpload, type UploadPayload } from '../uploads/upload-item.js';
 import { describeKind } from '../uploads/version-check.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
+import { assertNoDaemon, DaemonApi, refusal } from './daemon-api.js';
 import { queueDirOf } from '../outbox/location.js';
 
-export const usage = 'upload FILE... [--json]';
-export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
-export const summary = 'Queues files for upload, whether or not the daemon runs (handed to it when it does; the next `run` uploads them otherwise).';
-export const optionHelp = { json: { help: 'one JSON object on stdout instead of lines of text' } };
+export const usage = 'upload FILE... [--priority high|normal] [--json]';
+export const options = { json: { type: 'boolean' }, priority: { type: 'string' } } satisfies CommandOptions;
+export const summary = 'Queues files for upload, whether or not the daemon runs (through its local API when it does; the next `run` uploads them otherwise).';
+export const optionHelp = {
+  json: { help: 'one JSON object on stdout instead of lines of text' },
+  priority: { value: 'high|normal', help: 'high: send these before the rest of the queue (needs the daemon; `c2c-agent priority ID high` changes it later)', default: 'normal' },
+};
 export const allowPositionals = true;
+export const help = [
+  'With a daemon running, only files in the media dir or the upload roots (uploadRoots) are taken; a file already queued comes back with its id, not queued again.',
+];
 
 /** What became of one file: queued now (`queued`), or already in the queue as item `id`. */
 export interface Queued {
   file: UploadPayload;
   queued: boolean;
-  /** The outbox item; unknown for a file just handed to the daemon (it makes the item). */
+  /** The outbox item. */
   id?: string;
 }
 
@@ -136,59 +143,85 @@ export async function queueDirectly(queueDir: string, files: UploadPayload[], o:
   }
 }
 
-/** Hands the files to the running daemon: those already pending on disk come back with their item; the rest go in one request, on flash before this returns. */
-async function handToDaemon(queueDir: string, files: UploadPayload[], capBytes: number): Promise<Queued[]> {
-  // What the disk shows queued; the daemon checks again when it takes the request (it may have queued more since).
-  const items = await readOutbox(queueDir, nodeOutboxFs(), capBytes).then((r) => r.items, () => [] as OutboxItem[]);
-  const out: Queued[] = files.map((f) => {
-    const existing = pendingSame(items, f);
-    return existing === undefined ? { file: f, queued: true } : { file: f, queued: false, id: existing.id };
-  });
-  const handed = out.filter((q) => q.queued).map((q) => q.file);
-  if (handed.length > 0) {
-    try {
-      await writeUploadRequest(queueDir, handed);
-    } catch (err) {
-      throw fsError(err, 'hand the files to the running daemon: write a request in', path.join(queueDir, INCOMING_DIR));
-    }
+/** What POST /v1/uploads answers for each path. */
+interface DaemonQueued {
+  path: string;
+  id: string | null;
+  duplicate: boolean;
+}
+
+function isDaemonQueued(v: unknown): v is { uploads: DaemonQueued[] } {
+  const list = (v as { uploads?: unknown } | undefined)?.uploads;
+  return Array.isArray(list) && list.every((u: Partial<DaemonQueued>) => typeof u?.path === 'string' && (typeof u.id === 'string' || u.id === null) && typeof u.duplicate === 'boolean');
+}
+
+/** What the person named, once each: resolved against the working directory (the daemon has its own). */
+function namedPaths(positionals: string[]): string[] {
+  return [...new Set(positionals.map((p) => path.resolve(p)))];
+}
+
+/** A file's facts for the output when this user can see them; the daemon checked and queued it either way. */
+function factsOf(file: string): Pick<UploadPayload, 'size' | 'filetype'> | undefined {
+  try {
+    const st = statSync(file);
+    return { size: st.size, filetype: fileTypeOf(path.basename(file)).filetype };
+  } catch {
+    return undefined;
   }
-  return out;
+}
+
+function priorityOf(value: unknown): 'high' | 'normal' | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'high' || value === 'normal') return value;
+  throw usageError(`upload: --priority ${quote(String(value))} must be high or normal; run c2c-agent upload --help`);
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     if (ctx.positionals.length === 0) throw usageError('upload: name at least one FILE; run c2c-agent upload --help');
+    const priority = priorityOf(ctx.values.priority);
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
+    const daemon = new DaemonApi(settings);
+    const paths = namedPaths(ctx.positionals);
+    const reply = await daemon.request('POST', '/v1/uploads', { paths, ...(priority !== undefined && { priority }) }, 60_000);
+    if (reply !== undefined) {
+      if (reply.status !== 202 && reply.status !== 200) throw refusal(reply, 'POST /v1/uploads');
+      if (!isDaemonQueued(reply.body)) throw new AgentError('protocol', `the daemon's answer to POST /v1/uploads is not what this agent sends (${daemon.socket})`);
+      const queued = reply.body.uploads;
+      if (ctx.json) {
+        printJson({ ok: true, exitCode: EXIT.ok, via: 'daemon', files: queued.map((q) => ({ path: q.path, ...factsOf(q.path), queued: !q.duplicate, ...(q.id !== null && { id: q.id }) })) });
+      } else {
+        printLine(...queued.map((q) => `${q.path}: ${q.duplicate ? (q.id === null ? 'uploaded already' : `already queued (item ${q.id})`) : `handed to the running daemon (item ${q.id ?? '?'})`}`));
+      }
+      return EXIT.ok;
+    }
+    if (priority === 'high') throw usageError('upload: --priority high needs the daemon running (it orders its own queue); start it, or upload without --priority');
     const files = distinct(ctx.positionals.map(payloadOf));
     const queueDir = queueDirOf(settings.stateDir);
     // Without a runtime dir no daemon can be running here: make it, so the lock can say so.
     await ensureDir(settings.runtimeDir).catch(() => undefined);
     const lock = acquireRunLock(settings.runtimeDir);
-    let via: 'daemon' | 'queue';
-    let done: Queued[];
     if (lock.kind === 'held') {
-      done = await handToDaemon(queueDir, files, settings.queueMaxBytes);
-      via = 'daemon';
-    } else {
-      try {
-        const opts: DirectOptions = { clock: new SystemClock(settings.timeScale), bootId: await readBootId(), capBytes: settings.queueMaxBytes };
-        opts.source = `<state-dir>/queue, the state dir from ${settings.sources.stateDir ?? 'default'}`;
-        done = await queueDirectly(queueDir, files, opts);
-      } finally {
-        lock.release();
-      }
-      via = 'queue';
+      assertNoDaemon(settings, daemon.socket, 'write its queue');
+      throw new AgentError('unavailable', `a daemon (pid ${lock.owner.pid}) holds the run lock but its API at ${daemon.socket} does not answer; try again in a moment`);
     }
-    const how = via === 'daemon' ? 'handed to the running daemon' : 'queued; the daemon uploads them when it runs';
+    let done: Queued[];
+    try {
+      const opts: DirectOptions = { clock: new SystemClock(settings.timeScale), bootId: await readBootId(), capBytes: settings.queueMaxBytes };
+      opts.source = `<state-dir>/queue, the state dir from ${settings.sources.stateDir ?? 'default'}`;
+      done = await queueDirectly(queueDir, files, opts);
+    } finally {
+      lock.release();
+    }
     if (ctx.json) {
       printJson({
         ok: true,
         exitCode: EXIT.ok,
-        via,
+        via: 'queue',
         files: done.map((q) => ({ path: q.file.path, size: q.file.size, filetype: q.file.filetype, queued: q.queued, ...(q.id !== undefined && { id: q.id }) })),
       });
     } else {
-      printLine(...done.map((q) => `${q.file.path} (${q.file.size} bytes, ${q.file.filetype}): ${q.queued ? how : `already queued (item ${q.id ?? '?'})`}`));
+      printLine(...done.map((q) => `${q.file.path} (${q.file.size} bytes, ${q.file.filetype}): ${q.queued ? 'queued; the daemon uploads them when it runs' : `already queued (item ${q.id ?? '?'})`}`));
     }
     return EXIT.ok;
   } catch (err) {

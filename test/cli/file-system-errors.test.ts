@@ -209,10 +209,10 @@ describe('status', () => {
       return f;
     }],
     ['/dev/null', () => '/dev/null'],
-  ])('runtime dir %s: exit 78 naming the status file and --runtime-dir', async (_kind, make) => {
+  ])('runtime dir %s: exit 78 naming the API socket and --runtime-dir', async (_kind, make) => {
     const f = failure(await agent(['status', '--runtime-dir', make()]));
     expect(f.status).toBe(78);
-    expect(f.line).toMatch(/^c2c-agent: cannot read the status file '[^']+' \(from --runtime-dir\): a part of the path is not a directory \(ENOTDIR\)/);
+    expect(f.line).toMatch(/^c2c-agent: cannot connect to the daemon's API at '[^']+\/api\.sock' \(from --runtime-dir\): a part of the path is not a directory \(ENOTDIR\)/);
   });
 
   it('a FIFO as status.json: exit 78 at once', async () => {
@@ -246,7 +246,7 @@ describe('status: "cannot read the runtime dir" is not "no daemon runs"', () => 
     writeFileSync(path.join(rt, 'status.json'), '{}');
     chmodSync(rt, 0o700);
     const f = failure(await agent(['status', '--runtime-dir', rt], { asNobody: true }));
-    expect(f).toEqual({ status: 78, line: `c2c-agent: cannot read the status file '${rt}/status.json' (from --runtime-dir): permission denied (EACCES); run as the agent's user or fix the owner and mode` });
+    expect(f).toEqual({ status: 78, line: `c2c-agent: cannot connect to the daemon's API at '${rt}/api.sock' (from --runtime-dir): permission denied (EACCES); run as the agent's user or fix the owner and mode, or add this user to the agent's group (docs/local-api.md, "Who may connect")` });
   });
 });
 

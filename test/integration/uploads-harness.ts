@@ -40,6 +40,8 @@ export function startUploadAgent(rig: UploadRig, o: MediaOptions = {}): Refreshi
     C2C_MEDIA_DIR: rig.media,
     C2C_MEDIA_SETTLE_SECONDS: String(o.settleSeconds ?? 1),
     C2C_DELETE_AFTER_UPLOAD: String(o.deleteAfterUpload ?? false),
+    // Where the tests keep files handed over with `upload` (the local API takes paths only from the media dir and these).
+    C2C_UPLOAD_ROOTS: join(rig.dirs.root, 'outside'),
     ...o.env,
   });
 }
