@@ -39,14 +39,14 @@ export async function run(ctx: CommandContext): Promise<number> {
     const cancelled: Row[] = [];
     if (all) {
       const reply = await daemon.request<{ cancelled?: unknown }>('DELETE', '/v1/uploads', undefined, 30_000);
-      if (reply === undefined) throw notRunning(daemon.socket);
+      if (reply === undefined) throw notRunning(daemon.socket, settings.startAdvice);
       if (reply.status !== 200) throw refusal(reply, 'DELETE /v1/uploads');
       const ids = Array.isArray(reply.body?.cancelled) ? reply.body.cancelled.filter((i): i is string => typeof i === 'string') : [];
       cancelled.push(...ids.map((id) => ({ id })));
     } else {
       for (const id of new Set(ctx.positionals)) {
         const reply = await daemon.request<{ upload?: Row }>('DELETE', `/v1/uploads/${encodeURIComponent(id)}`, undefined, 30_000);
-        if (reply === undefined) throw notRunning(daemon.socket);
+        if (reply === undefined) throw notRunning(daemon.socket, settings.startAdvice);
         // An upload already done cannot be cancelled: the person's request does not fit the queue (64), like an unknown id.
         if (reply.status === 409) throw new AgentError('usage', `${refusal(reply, 'DELETE').message}; nothing to cancel`);
         if (reply.status === 404) throw usageError(`cancel: the queue holds no upload ${oneLine(id, 80)}; see c2c-agent queue${cancelled.length > 0 ? ` (cancelled before it: ${cancelled.map((c) => c.id).join(', ')})` : ''}`);

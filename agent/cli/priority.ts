@@ -25,7 +25,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
     const daemon = new DaemonApi(settings);
     const reply = await daemon.request<{ upload?: { name?: unknown; priority?: unknown } }>('PATCH', `/v1/uploads/${encodeURIComponent(id)}`, { priority: level }, 30_000);
-    if (reply === undefined) throw notRunning(daemon.socket);
+    if (reply === undefined) throw notRunning(daemon.socket, settings.startAdvice);
     if (reply.status === 404) throw usageError(`priority: the queue holds no upload ${oneLine(id, 80)}; see c2c-agent queue`);
     if (reply.status === 409) throw usageError(`priority: ${refusal(reply, 'PATCH').message}`);
     if (reply.status !== 200) throw refusal(reply, `PATCH /v1/uploads/${id}`);
