@@ -7,4 +7,7 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
   testTimeout: 30000,
+  // Both cores: suites make their own temp dirs and ports (docs/testing.md, "Test time budget").
+  maxWorkers: 2,
+  testSequencer: '<rootDir>/test/support/slow-first-sequencer.mjs',
 };

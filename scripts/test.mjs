@@ -1,0 +1,83 @@
+// npm test: every step, on both cores. The build comes first (every other
+// step runs dist/). Then jest runs in the foreground, its output live, on two
+// workers, while one background chain runs the steps that mostly wait (a
+// container booting, qemu, a 45 s run of the agent) or take one core for a
+// few seconds: the type check, the bundle on Node 20/22/24, on ARM, and
+// under systemd. Their output is held and printed, whole and in order, after
+// jest's. Every step runs even when one fails; the end is one line per step
+// with its time, and the exit code is the first failed step's.
+//
+// A new step goes into BACKGROUND when it is mostly waiting or is short, into
+// jest when it is a suite (docs/testing.md, "Test time budget").
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const node = process.execPath;
+
+/** [name, command, args, extra env] */
+const BUILD = ['build', node, ['scripts/build.mjs']];
+const JEST = ['jest', node, ['node_modules/jest/bin/jest.js'], { NODE_OPTIONS: [process.env.NODE_OPTIONS, '--experimental-vm-modules'].filter(Boolean).join(' ') }];
+const BACKGROUND = [
+  ['typecheck', node, ['node_modules/typescript/bin/tsc', '--noEmit']],
+  ['test:node-versions', node, ['scripts/node-versions.mjs']],
+  ['test:systemd', node, ['scripts/test-systemd.mjs']],
+  ['test:arm', node, ['scripts/test-arm.mjs']],
+];
+
+const children = new Set();
+const results = [];
+
+/** Runs one step; `live` streams its output, else it is kept and returned. */
+function run([name, cmd, args, env = {}], live) {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: live ? 'inherit' : ['ignore', 'pipe', 'pipe'] });
+    children.add(child);
+    const out = [];
+    if (!live) {
+      child.stdout.on('data', (d) => out.push(d));
+      child.stderr.on('data', (d) => out.push(d));
+    }
+    const done = (code, why) => {
+      children.delete(child);
+      const r = { name, code, seconds: (Date.now() - t0) / 1000, output: Buffer.concat(out).toString(), why };
+      results.push(r);
+      resolve(r);
+    };
+    child.once('error', (err) => done(127, err.message));
+    child.once('exit', (code, signal) => done(code ?? 128, signal ? `ended by ${signal}` : undefined));
+  });
+}
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.once(signal, () => {
+    // Each step cleans up after itself on SIGINT/SIGTERM (test:systemd removes its container).
+    for (const c of children) c.kill(signal === 'SIGHUP' ? 'SIGTERM' : signal);
+    process.exitCode = signal === 'SIGINT' ? 130 : 143;
+  });
+}
+
+const started = Date.now();
+const build = await run(BUILD, true);
+if (build.code === 0) {
+  const background = (async () => {
+    for (const step of BACKGROUND) await run(step, false);
+  })();
+  await run(JEST, true);
+  await background;
+  for (const r of results.filter((x) => x.output !== '')) {
+    process.stdout.write(`\n── ${r.name} ${'─'.repeat(Math.max(0, 60 - r.name.length))}\n${r.output}`);
+  }
+}
+
+const order = [BUILD, JEST, ...BACKGROUND].map(([name]) => name);
+process.stdout.write('\nnpm test:\n');
+for (const name of order) {
+  const r = results.find((x) => x.name === name);
+  const state = r === undefined ? 'not run (the build failed)' : r.code === 0 ? 'ok' : `FAILED, exit ${r.code}${r.why ? ` (${r.why})` : ''}`;
+  process.stdout.write(`  ${name.padEnd(20)} ${r === undefined ? '' : `${r.seconds.toFixed(1).padStart(6)} s  `}${state}\n`);
+}
+process.stdout.write(`  ${'total'.padEnd(20)} ${((Date.now() - started) / 1000).toFixed(1).padStart(6)} s\n`);
+const failed = results.find((r) => r.code !== 0);
+if (failed !== undefined && process.exitCode === undefined) process.exitCode = failed.code;
