@@ -30,8 +30,8 @@ const SCALE = 300;
 const LIFETIME_S = 120;
 const { figure, random } = soak('refreshes through kills', ['refreshKills']);
 const REFRESHES = figure('refreshKills');
-/** About 1.2 real s per refresh; 2.4 leaves room for a loaded machine and the re-pairings. */
-const BUDGET_MS = Math.max(40_000, REFRESHES * 2_400);
+/** Under a real s per refresh on a quiet machine; a bound against a hang, not a speed test. */
+const BUDGET_MS = Math.max(90_000, REFRESHES * 5_000);
 
 const suite = useCrashSuite();
 

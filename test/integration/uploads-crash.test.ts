@@ -27,8 +27,8 @@ const SCALE = 60;
 const FILES = 15;
 const { figure, random } = soak('uploads through kills', ['uploadKills']);
 const KILLS = figure('uploadKills');
-/** About 1.1 real s per kill; 1.5 leaves room for a loaded machine. */
-const BUDGET_MS = Math.max(45_000, KILLS * 1_500);
+/** About 1.1 real s per kill on a quiet machine; a bound against a hang, not a speed test. */
+const BUDGET_MS = Math.max(90_000, KILLS * 3_500);
 const { rigUp, online } = useUploadRigs(SCALE);
 
 const deadLettered = (a: RefreshingAgent): string[] => a.lines().filter((l) => /dead-lettered/.test(String(l.msg))).map((l) => String(l.msg));
