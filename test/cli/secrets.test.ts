@@ -75,7 +75,7 @@ interface CommandRow {
   /** Talks to the service: worth running under every fault, and its trace log must show the requests. */
   network?: boolean;
   /** For long-running commands: when to send SIGTERM. */
-  stopAfter?: () => Promise<unknown>;
+  stopAfter?: (runDir: string) => Promise<unknown>;
   /** Kill -9 instead (a crash as far as the runtime dir can tell): what it leaves behind is searched too. */
   kill9?: boolean;
 }
@@ -96,13 +96,19 @@ function runtimeFiles(dir: string): Record<string, string> {
   return out;
 }
 
-/** Resolves once the fake has seen `count` more requests, or after `ms` real ms. */
-function requestsOrTimeout(count: number, ms: number): Promise<void> {
+/**
+ * Resolves once the fake has seen `count` more requests, or after `ms` real ms once the daemon
+ * holds its run lock (on a loaded machine node alone can take longer than `ms` to start), or after
+ * 15 real s whatever happened.
+ */
+function requestsOrTimeout(count: number, ms: number, runDir: string): Promise<void> {
   const start = cloud.journal.length;
   return new Promise((resolve) => {
     const deadline = Date.now() + ms;
+    const giveUp = Date.now() + 15_000;
     const poll = setInterval(() => {
-      if (cloud.journal.length - start >= count || Date.now() > deadline) {
+      const late = Date.now() > deadline && (existsSync(path.join(runDir, 'run.lock')) || Date.now() > giveUp);
+      if (cloud.journal.length - start >= count || late) {
         clearInterval(poll);
         resolve();
       }
@@ -118,8 +124,8 @@ const COMMANDS: CommandRow[] = [
   { args: ['status', '--json'] },
   { args: ['--help'] },
   // The daemon: a start-up check and a heartbeat or two, then SIGTERM.
-  { args: ['run'], network: true, stopAfter: () => requestsOrTimeout(2, 1000) },
-  { args: ['run'], network: true, stopAfter: () => requestsOrTimeout(2, 1000), kill9: true },
+  { args: ['run'], network: true, stopAfter: (runDir) => requestsOrTimeout(2, 1000, runDir) },
+  { args: ['run'], network: true, stopAfter: (runDir) => requestsOrTimeout(2, 1000, runDir), kill9: true },
 ];
 
 const cases = COMMANDS.flatMap((c) =>
@@ -136,7 +142,7 @@ describe('no secret in stdout or stderr at --log-level trace', () => {
     const runDir = path.join(dir, 'run');
     let live: Record<string, string> = {};
     // Before the SIGTERM: the files of a running daemon, run.lock included (and its pid, for the kill -9 rows).
-    const stopWhen = c.stopAfter?.().then(() => {
+    const stopWhen = c.stopAfter?.(runDir).then(() => {
       live = runtimeFiles(runDir);
       const owner = live['run.lock'] === undefined ? undefined : (JSON.parse(live['run.lock']) as { pid: number });
       if (c.kill9 && owner) process.kill(owner.pid, 'SIGKILL');
