@@ -42,6 +42,8 @@ export interface RecorderOptions {
   beforeRename?: () => Promise<void> | void;
   /** The recording is lost instead of finished (the card pulled): the .part is removed, never renamed. */
   vanish?: boolean;
+  /** Written in place under its finished name, no .part and no rename. */
+  inPlace?: boolean;
 }
 
 /**
@@ -50,8 +52,8 @@ export interface RecorderOptions {
  * any `patchAlso` offsets) and renames it to `<dir>/<name>`.
  */
 export function record(dir: string, name: string, o: RecorderOptions): Recording {
-  const part = join(dir, `${name}.part`);
   const file = join(dir, name);
+  const part = o.inPlace ? file : join(dir, `${name}.part`);
   let written = 0;
   const done = (async () => {
     const fd = openSync(part, 'w');
@@ -73,7 +75,7 @@ export function record(dir: string, name: string, o: RecorderOptions): Recording
     }
     await o.beforeRename?.();
     if (o.vanish) unlinkSync(part);
-    else renameSync(part, file);
+    else if (!o.inPlace) renameSync(part, file);
   })();
   return { part, file, done, written: () => written };
 }

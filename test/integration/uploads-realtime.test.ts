@@ -7,7 +7,8 @@
 // last at least 5 MiB; counted at the fake, every part went once, except a
 // part the recorder rewrote after it went, which went once more. Then the
 // same through two kill -9s of the daemon while it records and an outage of
-// the service across the stop.
+// the service across the stop. Then: a .part that disappears, a paused
+// device, and a clip written in place.
 import { describe, expect, it } from '@jest/globals';
 import { statSync } from 'node:fs';
 import { waitFor } from './agent-process.js';
@@ -177,4 +178,31 @@ describe('real-time uploads', () => {
       media.remove();
     }
   }, 120_000);
+
+  it('a clip written in place goes while it grows and is finished once it holds still: one asset, the file byte for byte', async () => {
+    const rig = await rigUp();
+    const media = tmpfsMedia();
+    try {
+      const agent = startRealtime(rig, media.dir);
+      await online(rig, agent);
+      const bytes = 60 * MiB + 99;
+      const rec = record(media.dir, 'inplace.wav', { bytes, rate: RATE, inPlace: true });
+      await rec.done;
+      const stoppedAt = rig.cloud.now();
+      await waitFor('inplace.wav complete', () => assetsNamed(rig.cloud, 'inplace.wav').some((a) => a.complete), 30_000, 50).catch((err: Error) => {
+        throw new Error(`${err.message}\n${describeAssets(rig.cloud)}\n${agentWarnings(agent)}`);
+      });
+      const assets = assetsNamed(rig.cloud, 'inplace.wav');
+      expect(assets).toHaveLength(1);
+      expect(realtimeProblems(assets[0]!, rec.file, bytes)).toEqual([]);
+      // Parts went while it was written, not only after it stopped.
+      expect(assets[0]!.parts.length).toBe(Math.ceil(bytes / PART));
+      expect(storagePuts(rig.cloud, assets[0]!.id).filter((e) => e.status === 200 && e.t < stoppedAt).length).toBeGreaterThan(2);
+      await sleepReal(1500);
+      expect(assetsNamed(rig.cloud, 'inplace.wav')).toHaveLength(1);
+      expect(assetCreates(rig.cloud)).toHaveLength(1);
+    } finally {
+      media.remove();
+    }
+  }, 60_000);
 });
