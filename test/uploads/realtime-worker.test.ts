@@ -14,6 +14,7 @@ import { REALTIME_LOOK_MS, REALTIME_STALL_MS } from '../../agent/lib/timing.js';
 import type { Outcome } from '../../agent/outbox/outcome.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
 import { REALTIME_KIND, realtimeProgressOf, type RealtimePayload } from '../../agent/uploads/realtime-item.js';
+import { PART_HASH } from '../../agent/uploads/part-hash.js';
 import { RealtimeWorker, type RealtimeWorkerDeps } from '../../agent/uploads/realtime-worker.js';
 import { FakeClock } from '../support/fake-clock.js';
 
@@ -37,12 +38,14 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
   const puts: Put[] = [];
   const asked: Array<{ parts: RealtimePart[]; filesize?: number }> = [];
   let progress: unknown;
+  let creates = 0;
   const index: Array<{ ino: number; size: number }> = [];
   const deps: RealtimeWorkerDeps = {
     assets: {
       async createRealtime() {
         if (o.createError) throw o.createError;
-        return { value: { id: 'asset-1' }, meta: {} as never };
+        creates++;
+        return { value: { id: `asset-${creates}` }, meta: {} as never };
       },
       async realtimeParts(_id, parts, filesize) {
         if (o.partsError && asked.length >= (o.partsErrorAfter ?? 0)) throw o.partsError;
@@ -94,7 +97,7 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
     }
     return p;
   };
-  return { dir, clock, puts, asked, index, worker, item, run, progress: () => progress, deps };
+  return { dir, clock, puts, asked, index, worker, item, run, progress: () => progress, creates: () => creates, deps };
 }
 
 const chars = (c: string, n: number): string => c.repeat(n);
@@ -147,6 +150,20 @@ describe('RealtimeWorker', () => {
     expect(out).toEqual({ result: 'done' });
     expect(r.puts.map((p) => p.number)).toEqual([2, 3, 1, 2, 4]);
     expect(r.puts[3]!.bytes).toBe(chars('b', 3) + 'Z' + chars('b', P - 4));
+  });
+
+  test('an asset older than 24 h (the service has dropped it) is started again, every part sent to the new one', async () => {
+    const r = rig();
+    const part = path.join(r.dir, 'old.mov.part');
+    const file = path.join(r.dir, 'old.mov');
+    writeFileSync(part, chars('a', 3 * P + 2));
+    const it = r.item(part, file);
+    const stale = { assetId: 'asset-0', createdAt: r.clock.wallNow() - 25 * 3600_000, partBytes: P, hash: PART_HASH, sent: ['', 'x', 'y'], seen: 3 * P + 2 };
+    const out = await r.run({ ...it, progress: stale }, () => existsSync(part) && r.puts.length >= 2 && renameSync(part, file));
+    expect(out).toEqual({ result: 'done' });
+    expect(r.creates()).toBe(1);
+    expect(r.puts.map((p) => p.number)).toEqual([2, 3, 1, 4]);
+    expect(realtimeProgressOf(r.progress())?.assetId).toBe('asset-1');
   });
 
   test('a .part that disappears ends the item with the reason, leaving its asset', async () => {
