@@ -92,12 +92,18 @@ export interface NetworkSection {
   lastContactAt: string | null;
 }
 
+/** The preferences (localapi/prefs-store.ts): what the camera's UI set through PATCH /v1/prefs. */
+export interface PrefsSection {
+  autoUpload: boolean;
+}
+
 /** One section per reporting unit, named as it appears in status.json. */
 export interface StatusSections {
   channels: ChannelsSection;
   outbox: OutboxSection;
   uploads: UploadsSection;
   network: NetworkSection;
+  prefs: PrefsSection;
 }
 
 export type StatusDocument = DaemonSnapshot & Partial<StatusSections>;
@@ -272,8 +278,10 @@ const network: Check<NetworkSection> = (v) => {
   return { interface: iface, type, serviceRttMs, uploadBytesPerSecond, lastContactAt };
 };
 
+const prefs: Check<PrefsSection> = (v) => (isObject(v) && typeof v.autoUpload === 'boolean' ? { autoUpload: v.autoUpload } : undefined);
+
 /** One reader per section: tsc refuses a section added to StatusSections without one. */
-const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, outbox, uploads, network };
+const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, outbox, uploads, network, prefs };
 
 /** The status document in `raw` (parsed JSON), as far as it fits; undefined when it is not one (no snapshot). */
 export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
@@ -318,5 +326,6 @@ export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
     ...opt('outbox', SECTIONS.outbox(raw.outbox)),
     ...opt('uploads', SECTIONS.uploads(raw.uploads)),
     ...opt('network', SECTIONS.network(raw.network)),
+    ...opt('prefs', SECTIONS.prefs(raw.prefs)),
   };
 }

@@ -2,7 +2,8 @@
 // attached. The first line is the status document; then one line per
 // change: `state` (from, to, reason), `heartbeat` (outcome), `pairing` (the
 // flow the daemon runs), `upload` (id, name, state, bytesDone, bytesTotal,
-// priority; progress at most once a second per upload), `channels`. Every
+// priority; progress at most once a second per upload), `channels`, `prefs`
+// (the preferences after a change, whoever made it). Every
 // line has `type` and `at` (wall ISO time).
 //
 // Lines come from the event bus; upload lines from a look at the queue, made
@@ -45,6 +46,7 @@ export class EventsHub implements DaemonUnit {
     const { bus } = this.d;
     bus.on('stateChanged', this, ({ snapshot }) => this.snapshot(snapshot));
     bus.on('pairing', this, (p) => this.publish({ type: 'pairing', ...p }));
+    bus.on('prefsChanged', this, ({ prefs }) => this.publish({ type: 'prefs', ...prefs }));
     for (const e of ['channelsDetected', 'channelsSynced'] as const) bus.on(e, this, () => this.channels());
     for (const e of ['bytesSent', 'outboxSettled', 'statusChanged'] as const) bus.on(e, this, () => this.uploadsSoon());
   }

@@ -14,6 +14,7 @@ import { errnoOf } from '../lib/fs-errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { EventBus, Prefs } from '../core/event-bus.js';
 import type { DaemonUnit } from '../core/unit.js';
+import type { StatusSections } from '../core/status-document.js';
 
 export const PREFS_FILE = 'prefs.json';
 export const DEFAULT_PREFS: Prefs = { autoUpload: true };
@@ -43,6 +44,11 @@ export class PrefsStore implements DaemonUnit {
 
   prefs(): Prefs {
     return { ...this.current };
+  }
+
+  /** The status document's `prefs` section. */
+  report(): Pick<Partial<StatusSections>, 'prefs'> {
+    return { prefs: this.prefs() };
   }
 
   /**

@@ -98,6 +98,8 @@ describe('local API: a UI client steers the daemon', () => {
 
     // Auto-upload off: a clip landing in the media dir waits.
     expect((await call(sock, 'PATCH', '/v1/prefs', { autoUpload: false })).body).toEqual({ autoUpload: false });
+    await waitFor('the prefs line', () => events.lines.find((l) => l.type === 'prefs' && l.autoUpload === false), 5_000);
+    expect((await call(sock, 'GET', '/v1/status')).body.prefs).toEqual({ autoUpload: false });
     const auto = writeMedia(join(media, 'auto.mp4'), 300_000, HOUR);
     // Slow storage down (each part answered after 0.3 real s), so an upload is caught in flight.
     cloud.control.addFault({ kind: 'delay', path: '/_storage/*', method: 'PUT', delayMs: 300 * SCALE });

@@ -43,6 +43,7 @@ describe('PrefsStore', () => {
     expect(await s.update({})).toEqual({ autoUpload: false });
     expect(statSync(file).mtimeMs).toBe(mtime);
     expect(seen).toEqual([{ autoUpload: false }]);
+    expect(s.report()).toEqual({ prefs: { autoUpload: false } });
     // Read back by the next daemon.
     const again = new PrefsStore(dir, new EventBus());
     again.start();

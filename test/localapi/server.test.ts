@@ -180,11 +180,13 @@ describe('local API server', () => {
     expect(lines[0]).toEqual({ type: 'status', at: expect.any(String), status: current });
     bus.emit('stateChanged', { snapshot: snapshot('offline', 5), transition: true });
     bus.emit('pairing', { phase: 'waiting', expires_in: 60 });
-    await waitFor(() => lines.length >= 4);
+    bus.emit('prefsChanged', { prefs: { autoUpload: false } });
+    await waitFor(() => lines.length >= 5);
     expect(lines.slice(1)).toEqual([
       { type: 'state', at: expect.any(String), from: null, to: 'offline', reason: 'now offline' },
       { type: 'heartbeat', at: moment.at, outcome: 'ok' },
       { type: 'pairing', at: expect.any(String), phase: 'waiting', expires_in: 60 },
+      { type: 'prefs', at: expect.any(String), autoUpload: false },
     ]);
     ac.abort();
     await reading;
