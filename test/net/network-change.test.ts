@@ -7,7 +7,8 @@
 // no RST: a lost NAT mapping). For each, the figures: how long until the agent
 // gave up on the request it had in flight (if it had to), and until it
 // carried on (the next accepted heartbeat; the part stored); at the end,
-// nothing lost, nothing sent twice, no re-pairing.
+// nothing lost, nothing sent twice, no re-pairing, and the address watch
+// named every address the camera left.
 //
 // Over HTTPS (the fake's throwaway CA given as caFile); C2C_NET_TLS=0 runs
 // it over plain HTTP. The daemon runs at --time-scale C2C_NET_TIME_SCALE (default 10): its
@@ -24,7 +25,7 @@ import { BUNDLE, cleanEnv, ensureBuilt, makeDirs, removeDirs, status, waitFor, t
 import { FIRMWARE, makeRig, type Rig } from '../integration/channels-harness.js';
 import { HEARTBEAT_PATH } from '../integration/refresh-harness.js';
 import { STORAGE, assetsNamed, completeNamed, expectedParts, writeMedia } from '../integration/uploads-harness.js';
-import { REQUEST_TIMEOUT_MS, MIN_SPACING_MS } from '../../agent/lib/timing.js';
+import { ADDRESS_GONE_MS, REQUEST_TIMEOUT_MS, MIN_SPACING_MS } from '../../agent/lib/timing.js';
 import { createCameraNet, tool, type CameraNet } from './netns.js';
 
 const SCALE = Number(process.env.C2C_NET_TIME_SCALE ?? 10);
@@ -70,6 +71,8 @@ let agent: ChildProcess;
 let stdout = '';
 const figures: Figure[] = [];
 const clips = new Map<string, Buffer>();
+/** The addresses the camera moved away from, in order. */
+const leftAddresses: string[] = [];
 
 interface LogLine {
   time: number;
@@ -148,6 +151,7 @@ async function event(name: EventName): Promise<string> {
     }
     case 'address': {
       const { from, to } = net.changeAddress();
+      leftAddresses.push(from);
       return `${from} -> ${to}, new route`;
     }
     case 'blackhole':
@@ -287,5 +291,10 @@ describe('a network that changes under the camera', () => {
     expect(logLines().some((l) => /needs-pairing/.test(JSON.stringify(l)))).toBe(false);
     // Still online, or back there (a heartbeat the last event cut may have made it offline for a while).
     await online();
+    // The address watch saw each address the camera left go (and closed what was on it).
+    const goneLogged = (a: string): boolean => logLines().some((l) => l.msg.startsWith('network changed:') && Array.isArray(l.gone) && l.gone.includes(a));
+    await waitFor('the address watch to name every address left', () => leftAddresses.every(goneLogged), ADDRESS_GONE_MS + 10_000, 100).catch((err: Error) => {
+      throw new Error(`${err.message}: left ${leftAddresses.join(', ')}; logged ${logLines().filter((l) => l.msg.startsWith('network changed:')).map((l) => l.msg).join(' | ') || 'nothing'}`);
+    });
   });
 });
