@@ -7,13 +7,13 @@
 // rerun touches no network.
 //
 // Each build, all at once against one fake cloud running natively (over
-// HTTPS, its throwaway CA given as caFile): --version
-// (and the emulated process.arch), check --json, then 45 s of
-// `run` (--time-scale 10; up to a minute more on a machine too busy for it
-// to show all of this in time) with a media dir holding one clip: heartbeats at the
-// fake, the clip stored once and complete, `status --json` finding the running
-// daemon (the run lock's /proc start time read under the emulator), a second
-// `run` refused, SIGTERM ending it with exit 0.
+// HTTPS, its throwaway CA given as caFile): --version (and the emulated
+// process.arch), check --json, then 45 s of `run` (--time-scale 10; up to a
+// minute more on a machine too busy for it to show all of this in time) with
+// a media dir holding one clip: heartbeats at the fake, the clip stored once
+// and complete, `status --json` finding the running daemon (the run lock's
+// /proc start time read under the emulator), a second `run` refused, SIGTERM
+// ending it with exit 0.
 //
 // A missing emulator, an unreachable registry or mirror fails the run with
 // one line: it never passes without having run.

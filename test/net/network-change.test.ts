@@ -17,6 +17,8 @@
 // real camera would see (docs/benchmarks: the command and its output).
 //
 // Needs root and iproute2 (CI runs as root); without them it fails, naming why.
+// C2C_NET_DUMP=FILE writes the storage journal and the agent's storage and
+// failure log lines there, for reading a failure.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
