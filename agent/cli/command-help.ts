@@ -27,11 +27,11 @@ export function helpWidth(out: { isTTY?: boolean; columns?: number }): number {
 /** Markdown's code spans (the table's defaults are written for docs/configuration.md) as plain text. */
 const plain = (markdown: string): string => markdown.replace(/`/g, '');
 
-/** "label  text", the text wrapped under its own column. */
-function entries(rows: Array<[string, string]>, width: number): string[] {
+/** "label  text", the text wrapped under its own column (or under the label, indented, when `stacked`). */
+function entries(rows: Array<[string, string]>, width: number, stacked = false): string[] {
   const widest = Math.min(MAX_LABEL, Math.max(0, ...rows.map(([l]) => l.length)));
   // On a narrow terminal the text goes under its label, indented, rather than into a sliver of a column.
-  const labelWidth = width - (2 + widest + 2) >= MIN_TEXT_COLUMN ? widest : 0;
+  const labelWidth = !stacked && width - (2 + widest + 2) >= MIN_TEXT_COLUMN ? widest : 0;
   const textColumn = labelWidth === 0 ? 6 : 2 + labelWidth + 2;
   const out: string[] = [];
   for (const [label, text] of rows) {
@@ -80,4 +80,22 @@ export function commandHelpJson(mod: CommandModule): Record<string, unknown> {
   });
   const options = Object.entries(mod.optionHelp ?? {}).map(([opt, h]) => ({ option: `--${opt}${h.value ? ` ${h.value}` : ''}`, help: h.help, ...(h.default !== undefined && { default: h.default }) }));
   return { ...(mod.summary && { summary: mod.summary }), options, needs, ...(mod.needsAlso && { needsAlso: mod.needsAlso }) };
+}
+
+/**
+ * `c2c-agent --help`: every command (its usage and what it does, from its
+ * module: nothing restated here), the settings (from the setting table) and
+ * the exit codes, wrapped like a command's help.
+ */
+export function topLevelHelp(commands: Array<[string, CommandModule]>, exitCodes: string, width: number): string[] {
+  const lines = ['usage: c2c-agent <command> [options]', '', ...wrap('commands (`c2c-agent <command> --help` says what each needs, its options and their defaults):', width)];
+  lines.push(...entries(commands.map(([, mod]) => [`c2c-agent ${mod.usage}`, mod.summary ?? '']), width, true));
+  lines.push('  c2c-agent --version | --help');
+  lines.push('', ...wrap('settings, accepted by every command; each also comes from its environment variable or the config file (first match wins: option, environment, config file):', width));
+  lines.push(...entries((Object.keys(SETTING_ROWS) as SettingKey[]).map((k) => {
+    const r: SettingRow = SETTING_ROWS[k];
+    return [`${optionText(r)}${r.env ? `  ${r.env}` : ''}`, r.help];
+  }), width, true));
+  lines.push('', ...wrap(`exit codes: ${exitCodes}.`, width));
+  return lines;
 }

@@ -14,29 +14,6 @@ import { agentVersion, checkNodeVersion } from './version.js';
 
 const exitCodes = Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join(', ');
 
-const helpText = (SETTINGS_HELP: string): string => `usage: c2c-agent <command> [options]
-
-  c2c-agent run                      the daemon, in the foreground (systemd Type=notify)
-  c2c-agent check   [--json]         pairing check: verify the token with GET /v2/devices/me
-  c2c-agent status  [--json]         the running daemon's state, read locally, no network
-  c2c-agent pair    [--json] [--timeout SECONDS]   device-code pairing
-  c2c-agent unpair  [--json] [--local]  revoke the token at the service and forget it locally
-  c2c-agent profiles [--firmware SEMVER] [--json]  list and validate firmware profiles
-  c2c-agent channels [--json]        channels detected here vs. channels the service knows
-  c2c-agent queue   [--json]         what the offline queue holds (channel operations, uploads)
-  c2c-agent upload  FILE... [--priority high|normal] [--json]  queue files for upload, whether or not the daemon runs
-  c2c-agent cancel  ID... | --all [--json]   stop uploads (the daemon's; never retried)
-  c2c-agent priority ID high|normal [--json]  send a waiting upload first, or back in line
-  c2c-agent prefs   [KEY=VALUE...] [--json]   the daemon's preferences: c2c-agent prefs autoUpload=off
-  c2c-agent --version | --help
-
-
-Settings, accepted by every command; each also comes from its environment
-variable or the config file (first match wins: option, environment, config file):
-${SETTINGS_HELP}
-
-Exit codes: ${exitCodes}.`;
-
 const TOP_LEVEL = new Set(['--version', '-V', '--help', '-h', 'help']);
 
 
@@ -51,10 +28,14 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (name === '--help' || name === '-h' || name === 'help') {
-    const { settingsHelp } = await import('../config/setting-table.js');
-    const help = helpText(settingsHelp());
-    if (json) printJson({ ok: true, exitCode: 0, usage: help });
-    else printLine(help);
+    // Every command's module is loaded for this one answer: its usage and summary come from there, never restated.
+    const [{ COMMANDS }, { topLevelHelp, helpWidth, HELP_WIDTH_OFF_TERMINAL }] = await Promise.all([import('./commands.js'), import('./command-help.js')]);
+    const commands = await Promise.all(Object.entries(COMMANDS).map(async ([n, load]) => [n, await load()] as const));
+    const list = commands.map(([n, m]) => [n, m] as [string, (typeof commands)[number][1]]);
+    if (json) {
+      const usage = topLevelHelp(list, exitCodes, HELP_WIDTH_OFF_TERMINAL).join('\n');
+      printJson({ ok: true, exitCode: 0, usage, commands: commands.map(([n, m]) => ({ name: n, usage: `c2c-agent ${m.usage}`, summary: m.summary })) });
+    } else printLine(...topLevelHelp(list, exitCodes, helpWidth(process.stdout)));
     return 0;
   }
   const { COMMANDS } = await import('./commands.js');

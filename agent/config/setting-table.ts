@@ -1,7 +1,8 @@
 // Every setting, once: its option, environment variable, config key, the
 // word its value is shown as, its default and a line of help. Parsing
 // (cli/args.ts), precedence and validation (settings.ts, setting-values.ts),
-// `c2c-agent --help` and the settings table in docs/configuration.md (checked against this by
+// `c2c-agent --help` and each command's (cli/command-help.ts), and the
+// settings table in docs/configuration.md (checked against this by
 // test/config/setting-table.test.ts) all come from here, so a new setting is
 // one row here and its resolution in settings.ts.
 //
@@ -162,14 +163,6 @@ const rowsInOrder = (): Array<[SettingKey, SettingRow]> => Object.entries(SETTIN
 
 /** `--api-url URL`, for help and docs/configuration.md. */
 export const optionText = (row: SettingRow): string => (row.flag === undefined ? '' : `${row.flag} ${row.value ?? 'VALUE'}`);
-
-/** The settings part of `c2c-agent --help`: an option, its variable and a line of help each. */
-export function settingsHelp(): string {
-  const rows = rowsInOrder().map(([, r]) => [optionText(r), r.env ?? '', r.help] as const);
-  const w0 = Math.max(...rows.map((r) => r[0].length));
-  const w1 = Math.max(...rows.map((r) => r[1].length));
-  return rows.map(([o, e, h]) => `  ${o.padEnd(w0)}  ${e.padEnd(w1)}  ${h}`).join('\n');
-}
 
 /** docs/configuration.md's settings table, as Markdown. */
 export function settingsMarkdownTable(): string {

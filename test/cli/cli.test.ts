@@ -39,7 +39,12 @@ describe('c2c-agent CLI (built bundle)', () => {
     const r = bundle.run(['--help']);
     expect(r.status).toBe(0);
     for (const c of ['run', 'check', 'status', 'profiles']) expect(r.stdout).toContain(`c2c-agent ${c}`);
-    expect(r.stdout).toContain('c2c-agent pair    [--json] [--timeout SECONDS]');
+    // Each command's own usage, never a copy that could drift from it; wrapped to 80 columns off a terminal.
+    expect(r.stdout).toContain('c2c-agent pair [--json] [--timeout SECONDS]\n      Device-code pairing: ');
+    expect(r.stdout).toContain('c2c-agent status [--json] [--runtime-dir DIR]\n');
+    expect(r.stdout.trimEnd().split('\n').filter((l) => l.length > 80)).toEqual([]);
+    for (const row of Object.values(SETTING_ROWS)) expect(r.stdout).toContain(optionText(row));
+    expect(r.stdout).toMatch(/^exit codes: 0 ok, 1 internal error, 64 usage/m);
   });
 
   it('an unexpected failure (stdout unwritable) is one line "internal error: ...; please report" and exit 1', () => {

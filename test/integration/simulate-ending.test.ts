@@ -109,7 +109,7 @@ describe('how the simulator ends', () => {
   it.each([
     ['SIGHUP', 'a hang-up (the terminal closed)'],
     ['SIGTERM', 'a SIGTERM'],
-  ] as const)('%s mid-story: %s leaves no process of the run behind', async (signal) => {
+  ] as const)('%s mid-story: %s leaves no process of the run behind', async (signal, _what) => {
     const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
     const [key, value] = marker.split('=') as [string, string];
     const child = spawn(process.execPath, [SIMULATE, ...STORY], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [key]: value } });
