@@ -107,6 +107,14 @@ describe('statusDocumentOf', () => {
     expect(read).toEqual({ ...rest, ...sections, uploads });
   });
 
+  it('the recordings of real-time uploads read back; a list with a bad entry is dropped alone', () => {
+    const recording = [{ name: 'take.mov', bytesOnDisk: 100, bytesSent: 64, idleSeconds: 0, finishedInSeconds: 1800 }];
+    const doc = { ...snapshot, ...sections, uploads: { ...sections.uploads, recording } };
+    expect(statusDocumentOf(JSON.parse(JSON.stringify(doc)))).toEqual(doc);
+    const bad = statusDocumentOf({ ...doc, uploads: { ...doc.uploads, recording: [...recording, { name: 'x.mov', bytesOnDisk: -1, bytesSent: 0, idleSeconds: 0, finishedInSeconds: 0 }] } });
+    expect(bad?.uploads).toEqual(sections.uploads);
+  });
+
   it('what this agent does not know is not read: an unknown section, an unknown field, a map key "__proto__" stays a key', () => {
     const raw = JSON.parse(`{"extra":{"x":1},"secretish":"y",${JSON.stringify({ ...snapshot, ...sections }).slice(1).replace('"dropped":{}', '"dropped":{"__proto__":3}')}`) as unknown;
     const read = statusDocumentOf(raw);
