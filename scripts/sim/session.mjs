@@ -55,9 +55,9 @@ export async function runSession(o, { bundles }) {
   } catch (err) {
     progress.close();
     say(`kept ${work} for a look (each camera's agent.log)`);
+    process.stderr.write(`simulate: ${err.message}\n`);
     // The verdict, last: the run could not be judged.
     process.stdout.write(`\nFAILED: ${err.message}\n`);
-    process.stderr.write(`simulate: ${err.message}\n`);
     return 1;
   } finally {
     cancel.dispose();

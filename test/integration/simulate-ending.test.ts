@@ -124,6 +124,28 @@ describe('how the simulator ends', () => {
     expect(out.text().trimEnd().split('\n').at(-1)).toMatch(/^(FAILED: \d+ of \d+ invariants broken|simulate: )/);
   }, 90_000);
 
+  it('a run that cannot start (the fake cloud dies at once) ends the terminal on a FAILED line too, no process left', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'c2c-sim-broken-'));
+    try {
+      for (const part of ['scripts/simulate.mjs', 'scripts/sim', 'scripts/lib', 'agent/lib/byte-size.js']) cpSync(join(ROOT, part), join(root, part), { recursive: true });
+      mkdirSync(join(root, 'dist'));
+      writeFileSync(join(root, 'dist/fake-cloud.mjs'), 'process.exit(3);\n');
+      writeFileSync(join(root, 'dist/c2c-agent.mjs'), 'process.exit(1);\n');
+      const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
+      const [key, value] = marker.split('=') as [string, string];
+      const cmd = `stty cols 100 rows 40; exec ${JSON.stringify(process.execPath)} ${JSON.stringify(join(root, 'scripts/simulate.mjs'))} ${STORY.join(' ')}`;
+      const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm', [key]: value } });
+      const out = watch(child);
+      expect(await out.closed).toBe(1);
+      const screen = new Screen(100, 40).write(out.text()).lines();
+      expect(screen.at(-1)).toBe('FAILED: the fake cloud exited with 3 before it was ready');
+      expect(screen).toContain('simulate: the fake cloud exited with 3 before it was ready');
+      expect(await noneLeft(marker)).toEqual([]);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  }, 30_000);
+
   describe('--fleet', () => {
     let root: string;
     beforeAll(() => {
