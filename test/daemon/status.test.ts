@@ -138,6 +138,20 @@ describe('c2c-agent status', () => {
     expect((await status(false)).out).toMatch(/^uploads: +none waiting$/m);
   });
 
+  it('human output: each recording uploading in real time, and one left unwritten with when it is finished as it is', async () => {
+    const snap = await writeLive('online');
+    const recording = [
+      { name: 'take.mov', bytesOnDisk: 300 * 1024 ** 2, bytesSent: 256 * 1024 ** 2, idleSeconds: 0, finishedInSeconds: 1800 },
+      { name: 'dead.mov', bytesOnDisk: 16 * 1024 ** 2, bytesSent: 8 * 1024 ** 2, idleSeconds: 600, finishedInSeconds: 1200 },
+    ];
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, uploads: { files: 2, bytesLeft: 52 * 1024 ** 2, bytesPerSecond: 0, recording } }));
+    const h = (await status(false)).out;
+    expect(h).toMatch(/^uploads: +uploading 2 files, 52 MiB left; 2 recording$/m);
+    expect(h).toMatch(/^recording: +take\.mov: 256 MiB of 300 MiB on disk sent$/m);
+    expect(h).toMatch(/^recording: +dead\.mov: 8\.0 MiB of 16 MiB on disk sent, nothing written for 10m00s \(finished as it is in 20m00s\)$/m);
+    expect((await status(true)).obj).toMatchObject({ uploads: { recording } });
+  });
+
   it('human output and the document: a media dir that does not exist is said', async () => {
     const snap = await writeLive('online');
     writeFileSync(statusFile(dir), JSON.stringify({ ...snap, uploads: { files: 0, bytesLeft: 0, bytesPerSecond: 0, mediaDirMissing: '/no/such/dir' } }));
