@@ -139,7 +139,11 @@ export async function createCameraNet(cloudPort: number, scheme: 'http' | 'https
   const ns = `${PREFIX}${id}`;
   const hostIf = `c2ch${id}`;
   const camIf = `c2cc${id}`;
-  const n = id % 250;
+  // A pair of /24s no other run on this host uses (two runs at once, by two checkouts).
+  const used = run('ip', ['-o', '-4', 'addr', 'show']);
+  const free = (k: number): boolean => !used.includes(` 10.231.${k}.`) && !used.includes(` 10.232.${k}.`);
+  const n = Array.from({ length: 250 }, (_, i) => (id + i) % 250).find(free);
+  if (n === undefined) throw new Error('cannot create the camera\'s network namespace: every 10.231.N.0/24 on this host is taken');
   // Two subnets: the camera starts on the first and moves between them.
   const subnets = [`10.231.${n}`, `10.232.${n}`];
   const hostAddr = `${subnets[0]}.1`;
