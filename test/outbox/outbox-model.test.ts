@@ -1,4 +1,4 @@
-// Model-based: random puts, progress, ends, windows, disk faults and crashes
+// Model-based: random puts, progress, ends (cancels among them), urgency changes, windows, disk faults and crashes
 // (power cuts with torn writes, kills, at a step boundary or in the middle
 // of any file operation, open included) against the simulated file system.
 // After every reopen, what the outbox replays is checked against what its
@@ -19,8 +19,10 @@ const DIR = '/state/queue';
 const RESTART_MS = 1_000;
 
 type Step =
-  | { k: 'put'; kind: string; group: string | undefined; priority: number; size: number }
-  | { k: 'progress' | 'done' | 'dead'; pick: number; times: number }
+  | { k: 'put'; kind: string; group: string | undefined; priority: number; size: number; urgent: boolean }
+  | { k: 'progress' | 'done' | 'dead' | 'cancel'; pick: number; times: number }
+  /** The local API raising or lowering an item (Outbox.setUrgent). */
+  | { k: 'urgent'; pick: number; to: boolean }
   | { k: 'advance'; ms: number }
   | { k: 'flush' }
   /** `again`: the next boot crashes too, that many file operations into its open (recovery must be redoable). */
@@ -38,17 +40,19 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       group: fc.option(fc.constantFrom('ch1', 'ch2', 'ch3'), { nil: undefined }),
       priority: fc.integer({ min: 0, max: 3 }),
       size: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 200 }) }, { weight: 1, arbitrary: fc.integer({ min: 200, max: 1_500 }) }),
+      urgent: fc.boolean(),
     }),
   },
   {
     weight: 8,
     arbitrary: fc.record({
-      k: fc.constantFrom('progress' as const, 'progress' as const, 'progress' as const, 'done' as const, 'dead' as const),
+      k: fc.constantFrom('progress' as const, 'progress' as const, 'progress' as const, 'done' as const, 'dead' as const, 'cancel' as const),
       // Mostly the oldest few pending items, so one item sees many progress records (and its folds).
       pick: fc.oneof(fc.nat(2), fc.nat()),
       times: fc.integer({ min: 1, max: 8 }),
     }),
   },
+  { weight: 2, arbitrary: fc.record({ k: fc.constant('urgent' as const), pick: fc.oneof(fc.nat(2), fc.nat()), to: fc.boolean() }) },
   { weight: 5, arbitrary: fc.record({ k: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 1_200 }) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('flush' as const) }) },
   { weight: 1, arbitrary: fc.record({ k: fc.constant('crash' as const), mode, torn: fc.boolean(), again: fc.option(fc.integer({ min: 1, max: 12 }), { nil: undefined }) }) },
@@ -70,6 +74,10 @@ interface Tag {
   endSure: boolean;
   progressSure: number;
   progressIssued: number;
+  /** The urgency last asked for, how many changes were asked, and how many of them are surely on disk. */
+  urgent: boolean;
+  urgentIssued: number;
+  urgentSure: number;
 }
 
 /** Nothing but `pending` was ever shown for it: a resolved put must still be there, pending. */
@@ -172,6 +180,8 @@ class World {
       expect([item.kind, item.group, item.priority]).toEqual([tag.kind, tag.group, tag.priority]);
       const pn = (item.progress as { n: number } | undefined)?.n ?? 0;
       expect(pn).toBeLessThanOrEqual(tag.progressIssued);
+      // Every change of urgency asked for is on disk: the item comes back as last asked.
+      if (item.state === 'pending' && tag.putSure && tag.urgentSure === tag.urgentIssued) expect({ n: tag.n, urgent: item.urgent === true }).toEqual({ n: tag.n, urgent: tag.urgent });
       if (item.state === 'pending') expect(pn).toBeGreaterThanOrEqual(tag.progressSure);
     }
     for (const tag of this.tags) {
@@ -188,6 +198,8 @@ class World {
       const tag = this.tagOf(item);
       if (item.state === 'pending') tag.putSure = onlyPending(tag) || tag.putSure;
       else tag.endSure = true;
+      tag.urgent = item.urgent === true;
+      tag.urgentSure = tag.urgentIssued;
       tag.progressSure = Math.max(tag.progressSure, (item.progress as { n: number } | undefined)?.n ?? 0);
     }
   }
@@ -204,9 +216,9 @@ class World {
     switch (s.k) {
       case 'put': {
         const n = this.tags.length;
-        const tag: Tag = { n, kind: s.kind, group: s.group, priority: s.priority, payload: { n, pad: 'x'.repeat(s.size) }, possible: new Set(), putSure: false, endSure: false, progressSure: 0, progressIssued: 0 };
+        const tag: Tag = { n, kind: s.kind, group: s.group, priority: s.priority, payload: { n, pad: 'x'.repeat(s.size) }, possible: new Set(), putSure: false, endSure: false, progressSure: 0, progressIssued: 0, urgent: s.urgent, urgentIssued: 0, urgentSure: 0 };
         this.tags.push(tag);
-        const p = this.ob.put(s.kind, tag.payload, { group: s.group, priority: s.priority });
+        const p = this.ob.put(s.kind, tag.payload, { group: s.group, priority: s.priority, urgent: s.urgent });
         const newest = this.ob.items().at(-1)!;
         expect(newest.payload).toEqual(tag.payload);
         tag.id = newest.id;
@@ -216,14 +228,29 @@ class World {
         );
         break;
       }
+      case 'urgent': {
+        const tag = this.pick(s.pick);
+        if (tag?.id === undefined) break;
+        if (this.ob.get(tag.id)?.state !== 'pending') {
+          expect(await this.ob.setUrgent(tag.id, s.to)).toBe(false);
+          break;
+        }
+        if ((this.ob.get(tag.id)?.urgent === true) === s.to) break;
+        tag.urgent = s.to;
+        const m = ++tag.urgentIssued;
+        this.settle(this.ob.setUrgent(tag.id, s.to), () => (tag.urgentSure = Math.max(tag.urgentSure, m)));
+        expect(this.ob.get(tag.id)?.urgent === true).toBe(s.to);
+        break;
+      }
       case 'progress':
       case 'done':
-      case 'dead': {
+      case 'dead':
+      case 'cancel': {
         const tag = this.pick(s.pick);
         if (tag?.id === undefined) break;
         if (this.ob.get(tag.id)?.state !== 'pending') {
           // Ignored, and never written: nothing to be sure of.
-          await (s.k === 'progress' ? this.ob.progress(tag.id, { n: tag.progressIssued + 1 }) : this.ob.done(tag.id));
+          await (s.k === 'progress' ? this.ob.progress(tag.id, { n: tag.progressIssued + 1 }) : s.k === 'cancel' ? this.ob.cancel(tag.id, 'by the model') : this.ob.done(tag.id));
           break;
         }
         if (s.k === 'progress') {
@@ -233,7 +260,7 @@ class World {
             this.settle(this.ob.progress(tag.id, { n: m }), () => (tag.progressSure = Math.max(tag.progressSure, m)));
           }
         } else {
-          this.settle(s.k === 'done' ? this.ob.done(tag.id) : this.ob.dead(tag.id, 'gave up'), () => (tag.endSure = true));
+          this.settle(s.k === 'done' ? this.ob.done(tag.id) : s.k === 'cancel' ? this.ob.cancel(tag.id, 'by the model') : this.ob.dead(tag.id, 'gave up'), () => (tag.endSure = true));
         }
         break;
       }
