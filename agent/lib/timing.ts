@@ -40,6 +40,13 @@ export const HEARTBEAT_WINDOW_SECONDS = { min: MIN_SPACING_MS / 1000, max: MAX_A
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
 /**
+ * Real ms a cancel (DELETE /v1/uploads/{id}) waits for the attempt it aborted
+ * to stop before it answers: "stops within seconds", and an answer that never
+ * hangs on a stuck socket.
+ */
+export const CANCEL_WAIT_MS = 5_000;
+
+/**
  * The local API (agent/localapi/): what one client may cost the daemon. Real
  * time, not agent time: these guard sockets, which the time scale does not
  * speed up. Exported here so the tests and docs/local-api.md quote one place.

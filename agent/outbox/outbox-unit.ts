@@ -3,6 +3,7 @@
 // controller says the service answers. Other units put work through here so
 // the dispatcher looks at new work at once.
 import type { Logger } from '../lib/logger.js';
+import { CANCEL_WAIT_MS } from '../lib/timing.js';
 import type { DaemonSnapshot, DaemonState } from '../core/state.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
@@ -12,8 +13,7 @@ import type { Outbox } from './outbox.js';
 import type { OutboxItem, PutOptions } from './types.js';
 
 const REACHABLE: ReadonlySet<DaemonState> = new Set(['online', 'paused']);
-/** Real ms a cancel waits for the attempt it aborted to stop. */
-const CANCEL_WAIT_MS = 5_000;
+
 
 export class OutboxUnit implements DaemonUnit {
   readonly name = 'outbox';
