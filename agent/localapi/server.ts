@@ -103,7 +103,13 @@ export class LocalApiServer {
       }
     });
     server.on('error', (err) => this.o.logger?.error({ err: String(err) }, 'local API: the server failed'));
-    await fs.chmod(socketPath, SOCKET_MODE);
+    try {
+      await fs.chmod(socketPath, SOCKET_MODE);
+    } catch (err) {
+      // Not served at all rather than served with modes nobody chose.
+      await this.stop();
+      throw err;
+    }
   }
 
   /** Stops taking connections, ends every stream, drops every connection, removes the socket. */
