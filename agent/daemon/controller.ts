@@ -23,6 +23,12 @@ import { clockProblem } from '../api/http-errors.js';
 
 export type { ControllerDeps } from './controller-deps.js';
 
+/** "GET /v2/devices/me: the service's certificate ..." without the request it happened on. */
+function withoutRequest(e: AgentError): string {
+  const source = e.details.source;
+  return source !== undefined && e.message.startsWith(`${source}: `) ? e.message.slice(source.length + 2) : e.message;
+}
+
 
 export class Controller implements DaemonUnit {
   readonly name = 'controller';
@@ -149,13 +155,14 @@ export class Controller implements DaemonUnit {
   private failed(next: DaemonState, e: AgentError | undefined): void {
     if (e?.kind === 'clock') {
       const offsetMs = e.details.clockOffsetMs;
-      const problem = offsetMs !== undefined ? clockProblem(offsetMs) : e.message.slice((e.details.source?.length ?? -2) + 2);
+      const problem = offsetMs !== undefined ? clockProblem(offsetMs) : withoutRequest(e);
       this.clock = { problem, offsetMs };
       this.setState(next, problem);
       return;
     }
     this.clock = undefined;
-    this.setState(next, describe(e));
+    // A certificate problem is the same whatever the request: its words first, so STATUS= keeps them.
+    this.setState(next, e?.kind === 'tls' ? `tls: ${withoutRequest(e)}` : describe(e));
   }
 
   private setState(next: DaemonState, reason: string): void {

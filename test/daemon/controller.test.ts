@@ -241,4 +241,17 @@ describe('Controller', () => {
     expect(h.controller.snapshot().clockProblem).toBe(SENTENCE);
     await h.controller.stop();
   });
+
+  it('a certificate it cannot verify: offline with the problem in words first (STATUS= keeps them), no clock problem', async () => {
+    const h = setup({ behave: () => ({ outcome: 'tls' }) });
+    h.controller.start();
+    await h.clock.advance(10 * MIN);
+    expect(h.controller.currentState).toBe('offline');
+    const snap = h.controller.snapshot();
+    expect(snap.reason).toMatch(/^tls: the service's certificate is not signed by a CA this unit trusts; /);
+    expect(snap.clockProblem).toBeUndefined();
+    expect(h.controller.statusLine()).toMatch(/^offline \(tls: the service's certificate is not signed by a CA/);
+    expect(h.api.count('getDevice')).toBeGreaterThan(2); // it keeps trying
+    await h.controller.stop();
+  });
 });

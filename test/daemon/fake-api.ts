@@ -3,7 +3,7 @@
 // timeout is modelled, so the daemon meets stalls, outages and 429s exactly
 // as it would over the wire, in simulated time. It also plays the service's
 // side of the referee: it records when each heartbeat ARRIVED.
-import { clockError } from '../../agent/api/http-errors.js';
+import { clockError, tlsError } from '../../agent/api/http-errors.js';
 import type { FakeClock } from '../support/fake-clock.js';
 import { AgentError, type RateLimitInfo } from '../../agent/lib/errors.js';
 import type { ApiResult, Device, DeviceApi, ResponseMeta } from '../../agent/api/types.js';
@@ -13,7 +13,7 @@ export { seeded };
 export type Call = 'getDevice' | 'heartbeat' | 'health';
 
 export interface Behaviour {
-  outcome: 'ok' | 'network' | 'reset' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused' | 'protocol' | 'clock';
+  outcome: 'ok' | 'network' | 'reset' | 'server' | 'rate-limited' | 'unauthorized' | 'forbidden' | 'paused' | 'protocol' | 'clock' | 'tls';
   /** For 'protocol': the HTTP status the unreadable answer came with (the client carries it in details.status). */
   status?: number;
   /** Agent ms until the answer; past 30 s the client times out instead. */
@@ -62,6 +62,8 @@ function errorFor(b: Behaviour, what: string): AgentError {
       return new AgentError('forbidden', `${what}: 403`, { status: 403 });
     case 'paused':
       return new AgentError('paused', `${what}: the device is paused`, { status: 409 });
+    case 'tls':
+      return tlsError(what, 'SELF_SIGNED_CERT_IN_CHAIN', '', 0) as AgentError;
     case 'clock':
       // As api/transport.ts words it after the clock check: the service's Date 3 days ahead.
       return clockError(what, 'CERT_NOT_YET_VALID', 3 * 24 * 3600_000);
