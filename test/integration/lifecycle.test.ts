@@ -1,6 +1,7 @@
 // The daemon's life as a person sees it through `c2c-agent status --json`,
 // and how it ends: SIGTERM (clean, fast, "stopped") or kill -9 (a dead
 // daemon's leftover status, exit 69).
+import { TOKEN_IN_ENV_ADVICE } from '../../agent/lib/advice.js';
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -108,7 +109,8 @@ describe('status --json follows the daemon through its states', () => {
     // Running but unpaired: status exits 77 so scripts and health checks can act on it.
     expect(unpaired.exitCode).toBe(77);
     expect(unpaired.json).toMatchObject({ ok: false, exitCode: 77, running: true, state: 'needs-pairing' });
-    expect(unpaired.stderr).toContain('needs pairing: run `c2c-agent pair`');
+    // The daemon runs on C2C_TOKEN, so pairing alone cannot help: the advice says so (lib/advice.ts).
+    expect(unpaired.stderr).toContain(`needs pairing: ${TOKEN_IN_ENV_ADVICE}`);
     expect(agent.child.exitCode).toBeNull();
 
     agent.child.kill('SIGKILL');
