@@ -326,6 +326,19 @@ describe('pair with a running daemon', () => {
     expect((await reach(u, daemon, 'needs-pairing', 1_000)).json.pid).toBe(daemon.pid);
   });
 
+  it('a daemon without a client secret: pair is refused by the daemon before any code (exit 78, a failed line), nothing stored, no code asked', async () => {
+    const u = fx.unit();
+    const daemon = startAgent({ apiUrl: fx.cloud.url, dirs: u.dirs, timeScale: DAEMON_SCALE });
+    await reach(u, daemon, 'needs-pairing', 10_000);
+    const since = fx.cloud.journal.length;
+    const p = pair(u);
+    await expectExit(p, 78);
+    expect(p.events()).toEqual([{ event: 'failed', ok: false, exitCode: 78, error: { kind: 'config', message: expect.stringContaining('no client secret'), status: 409 } }]);
+    expect(oneLine(p.stderr())).toContain('no client secret');
+    expect(posts(fx.cloud, since, CODE_PATH)).toEqual([]);
+    expect(existsSync(u.credentials)).toBe(false);
+  });
+
   // Re-pairing revokes the old tokens. Even when pair's verification GET fails
   // (pair exits 75 with the file stored), the daemon is told first and moves to
   // the new pair: it must never sit in needs-pairing with good credentials on disk.
