@@ -103,8 +103,10 @@ export class HandlerMap {
   }
 }
 
+// Empty segments are kept, so they match nothing: dropped, `DELETE /v1/uploads/` (a
+// client's `/v1/uploads/${id}` with an empty id) read as `DELETE /v1/uploads`, cancel all.
 function split(path: string): string[] {
-  return path.split('/').filter((s) => s !== '');
+  return (path.startsWith('/') ? path.slice(1) : path).split('/');
 }
 
 function matchSegments(pattern: string[], parts: string[]): Record<string, string> | undefined {
@@ -114,6 +116,7 @@ function matchSegments(pattern: string[], parts: string[]): Record<string, strin
     const p = pattern[i]!;
     const v = parts[i]!;
     if (p.startsWith('{') && p.endsWith('}')) {
+      if (v === '') return undefined;
       let decoded: string;
       try {
         decoded = decodeURIComponent(v);

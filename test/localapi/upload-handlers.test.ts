@@ -83,4 +83,15 @@ describe('upload handlers', () => {
     expect(await call('PATCH', '/v1/uploads/gone', { priority: 'high' })).toMatchObject({ status: 404 });
     expect(await call('PATCH', '/v1/uploads/done', { priority: 'high' })).toMatchObject({ status: 409 });
   });
+
+  it('an empty id is no upload, never every upload: DELETE /v1/uploads/ (a UI that sent /v1/uploads/${id} with id "") matches no route', () => {
+    // The empty segment was dropped, so the path read as DELETE /v1/uploads and cancelled everything not yet done.
+    for (const p of ['/v1/uploads/', '/v1//uploads', '//v1/uploads', '/v1/uploads//']) {
+      expect(routes.match('DELETE', p)).toEqual({ kind: 'no-path' });
+      expect(routes.match('GET', p)).toEqual({ kind: 'no-path' });
+    }
+    expect(routes.match('DELETE', '/v1/uploads//x1')).toEqual({ kind: 'no-path' });
+    expect(routes.match('DELETE', '/v1/uploads')).toMatchObject({ kind: 'found' });
+    expect(routes.match('DELETE', '/v1/uploads/x1')).toMatchObject({ kind: 'found', params: { id: 'x1' } });
+  });
 });
