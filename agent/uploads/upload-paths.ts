@@ -27,7 +27,9 @@ export interface UploadRoots {
 
 const inside = (root: string, p: string): string | undefined => {
   const rel = path.relative(root, p);
-  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel) ? rel : undefined;
+  // A climb out is `..` as a whole segment; `..x.mp4` is a name inside.
+  const climbs = rel === '..' || rel.startsWith(`..${path.sep}`);
+  return rel !== '' && !climbs && !path.isAbsolute(rel) ? rel : undefined;
 };
 
 const codeOf = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? 'error';

@@ -57,4 +57,14 @@ describe('resolveUploadPath', () => {
   it('with no media dir and no roots, nothing is taken', async () => {
     expect(await resolveUploadPath(path.join(media, 'a.mp4'), { roots: [] })).toMatchObject({ ok: false, status: 403, reason: expect.stringContaining('no media dir') });
   });
+
+  it('a name that only starts with two dots is inside, not a climb out (a file ..x.mp4, a folder ..old in an upload root)', async () => {
+    writeFileSync(path.join(media, '..x.mp4'), 'x');
+    mkdirSync(path.join(extra, '..old'));
+    writeFileSync(path.join(extra, '..old', 'c.wav'), 'cc');
+    expect(await resolveUploadPath('..x.mp4', roots())).toMatchObject({ ok: true, file: { path: path.join(media, '..x.mp4'), size: 1 } });
+    expect(await resolveUploadPath(path.join(extra, '..old', 'c.wav'), roots())).toMatchObject({ ok: true, file: { path: path.join(extra, '..old', 'c.wav'), size: 2 } });
+    expect(await resolveUploadPath('../media/..x.mp4', roots())).toMatchObject({ ok: true });
+    expect(await resolveUploadPath('..', roots())).toMatchObject({ ok: false, status: 403 });
+  });
 });
