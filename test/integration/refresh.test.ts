@@ -25,8 +25,9 @@ async function setup(timeScale: number, tokenLifetimeSeconds: number, env: Recor
 
 describe('refresh rotation', () => {
   // A soak (test/support/soak.ts): `npm test` runs 6 agent hours of 1 h tokens at scale 500
-  // (some 10 refreshes, about 45 real s; beside a second jest worker a stall of the machine reads
-  // as a late refresh at 1000); `npm run test:soak` a day at 1000 (some 40, about 90 real s).
+  // (some 10 refreshes, about 45 real s), `npm run test:soak` a day (some 40, about 175 real s).
+  // At 1000 a stall of a loaded machine reads as a late refresh, or outlasts the 30 ms a request
+  // is given, and the retry sends a used refresh token (a 400).
   // The week of the service's 8 h tokens runs with
   //   C2C_SOAK_ROTATION_SCALE=3000 C2C_SOAK_ROTATION_HOURS=168 C2C_SOAK_TOKEN_HOURS=8
   // (about 200 real s). Request timeouts shrink with the scale (30 s is 10 real ms at 3000), so

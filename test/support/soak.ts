@@ -27,7 +27,7 @@ export const SOAK_FIGURES = {
   refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 30, full: 100, what: 'token refreshes with SIGKILLs aimed at them (refresh-crash.test.ts)' },
   rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 6, full: 24, what: 'agent hours of token rotation (refresh.test.ts)' },
   rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 1, what: 'the token lifetime in the rotation, hours (refresh.test.ts)' },
-  rotationScale: { variable: 'C2C_SOAK_ROTATION_SCALE', quick: 500, full: 1000, what: 'the rotation\'s --time-scale (refresh.test.ts)' },
+  rotationScale: { variable: 'C2C_SOAK_ROTATION_SCALE', quick: 500, full: 500, what: 'the rotation\'s --time-scale (refresh.test.ts)' },
 } as const satisfies Record<string, SoakFigure>;
 
 export type SoakFigureName = keyof typeof SOAK_FIGURES;
