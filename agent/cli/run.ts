@@ -44,14 +44,6 @@ export async function run(ctx: CommandContext): Promise<number> {
   // (`npm run bench`). Sparkplug (and Maglev on Node 22+) still compile.
   // The flag is read when V8 decides to optimize, so setting it here works.
   v8.setFlagsFromString('--no-opt');
-  // The young generation stays at its starting size: by default V8 doubles
-  // it after scavenges where much survived (start-up, a burst of requests)
-  // and an idle daemon keeps the pages: 1.3 MiB at the 10th heartbeat and
-  // 4 MiB a few seconds later, with the same CPU (measured A/B, 5 rounds,
-  // HTTPS at --time-scale 600). The unit's --max-semi-space-size=1 caps it
-  // too; this holds however the daemon is started. Read at each scavenge,
-  // so setting it here works.
-  v8.setFlagsFromString('--semi-space-growth-factor=1');
   const settings = loadSettings(ctx.settingsOptions, ctx.env);
   checkDaemonPaths(settings);
   const { runDaemon } = await import('../daemon/main.js');
