@@ -19,7 +19,7 @@ import { describeOffset } from './check-report.js';
 
 export const usage = 'status [--json] [--runtime-dir DIR]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
-export const summary = "The running daemon's state, read from its runtime dir, no network: exit 0 while it runs, 77 in needs-pairing, 69 when it does not run.";
+export const summary = "The running daemon's state, asked of its local API (the runtime dir's status file when none answers), no network: exit 0 while it runs, 77 in needs-pairing, 69 when it does not run.";
 export const optionHelp = { json: { help: 'one JSON object on stdout instead of lines of text' } };
 export const needsAlso = ['a running daemon (`c2c-agent run`) with the same runtime dir (--runtime-dir)'];
 

@@ -23,7 +23,7 @@ import { agentVersion } from './version.js';
 
 export const usage = 'unpair [--json] [--local]';
 export const options = { json: { type: 'boolean' }, local: { type: 'boolean' } } satisfies CommandOptions;
-export const summary = 'Revokes the authorization at the service, then forgets the credentials here.';
+export const summary = 'Revokes the authorization at the service, then forgets the credentials here (the running daemon does both when one runs, and needs pairing at once).';
 export const help = ['Without a client secret or an API URL nothing is forgotten (exit 78): the token would stay valid at the service.'];
 export const optionHelp = {
   json: { help: 'one JSON object on stdout instead of lines of text' },
