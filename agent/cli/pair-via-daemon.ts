@@ -84,7 +84,7 @@ export async function pairThroughDaemon(api: DaemonApi, o: DaemonPairOptions, at
       shownCode = p.user_code;
     }
     if (p.phase === 'verifying') {
-      reporter?.status('approved; the daemon verifies the new credentials with the service…');
+      reporter?.status('approved; verifying the new credentials with the service…');
       return;
     }
     if (p.phase === 'paired' || p.phase === 'failed' || p.phase === 'cancelled') {
