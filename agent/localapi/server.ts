@@ -17,6 +17,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../lib/logger.js';
 import { LOCAL_API } from '../lib/timing.js';
 import { oneLine } from '../lib/text.js';
+import { scrub } from '../lib/secrets.js';
 import { ApiError, type Answer, type HandlerMap, type StreamSink } from './handlers.js';
 
 export const API_SOCKET = 'api.sock';
@@ -45,9 +46,19 @@ interface Conn {
 
 const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' };
 
+/**
+ * JSON as it leaves the socket: every string scrubbed of the secrets the
+ * agent registered (lib/secrets.ts), the last line of defence the logs and the
+ * CLI's output have too, so an error message that echoed a URL or a server's
+ * body never hands a token to a UI.
+ */
+function wireJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? scrub(v) : v));
+}
+
 /** A whole HTTP/1.1 error answer, for a socket that has no ServerResponse (a head that did not parse, a connection over the cap). */
 function rawError(status: number, kind: string, message: string): string {
-  const body = JSON.stringify({ error: { kind, message } });
+  const body = wireJson({ error: { kind, message } });
   return `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 }
 
@@ -270,13 +281,13 @@ export class LocalApiServer {
           sink.end({ type: 'overflow', at: new Date().toISOString(), message: `this reader fell more than ${cap} bytes behind; reconnect and read GET /v1/status first` });
           return false;
         }
-        res.write(`${JSON.stringify(obj)}\n`);
+        res.write(`${wireJson(obj)}\n`);
         return true;
       },
       end: (last) => {
         if (!open) return;
         close();
-        res.end(last === undefined ? undefined : `${JSON.stringify(last)}\n`);
+        res.end(last === undefined ? undefined : `${wireJson(last)}\n`);
         // A reader that takes nothing more would keep the line and the socket forever.
         setTimeout(() => res.destroy(), goodbyeMs).unref();
       },
@@ -299,7 +310,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
     res.destroy();
     return;
   }
-  const text = JSON.stringify(body);
+  const text = wireJson(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

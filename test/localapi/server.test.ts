@@ -16,6 +16,7 @@ import type { UploadRow } from '../../agent/uploads/upload-rows.js';
 import { LocalApiServer } from '../../agent/localapi/server.js';
 import { registerStatusHandlers } from '../../agent/localapi/status-handlers.js';
 import { LOCAL_API } from '../../agent/lib/timing.js';
+import { registerSecret } from '../../agent/lib/secrets.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const moment = { at: '2026-01-01T00:00:00.000Z', monotonic: 1 };
@@ -60,6 +61,7 @@ describe('local API server', () => {
   let hub: EventsHub;
   let clock: FakeClock;
   let current: DaemonSnapshot | undefined;
+  let routes: HandlerMap;
 
   async function serve(limits: Partial<Record<keyof typeof LOCAL_API, number>> = {}): Promise<void> {
     bus = new EventBus();
@@ -67,7 +69,7 @@ describe('local API server', () => {
     current = snapshot('online');
     hub = new EventsHub({ bus, clock, status: () => current, uploads: () => [] });
     hub.start();
-    const routes = new HandlerMap();
+    routes = new HandlerMap();
     registerStatusHandlers(routes, { status: () => current, events: hub });
     routes.add('POST', '/v1/echo', 'write', (req) => ({ status: 200, body: { got: req.body } }));
     routes.add('GET', '/v1/things/{id}', 'read', (req) => ({ status: 200, body: { id: req.params.id } }));
@@ -188,6 +190,31 @@ describe('local API server', () => {
       { type: 'pairing', at: expect.any(String), phase: 'waiting', expires_in: 60 },
       { type: 'prefs', at: expect.any(String), autoUpload: false },
     ]);
+    ac.abort();
+    await reading;
+  });
+
+  it('no registered secret leaves the socket: not in an answer, an error message or an events line', async () => {
+    const secret = 'sekret-token-4f9a2c1e';
+    registerSecret(secret, { rotating: 'tokens' });
+    await serve();
+    routes.add('GET', '/v1/leaky', 'read', () => ({ status: 200, body: { nested: [{ url: `https://storage.example/p?sig=${secret}` }] } }));
+    routes.add('GET', '/v1/leaky-error', 'read', () => {
+      throw new Error(`the service said: bearer ${secret}`);
+    });
+    const ok = await apiRequest(sock, 'GET', '/v1/leaky');
+    expect(ok.body).toEqual({ nested: [{ url: 'https://storage.example/p?sig=[redacted]' }] });
+    const failed = await apiRequest(sock, 'GET', '/v1/leaky-error');
+    expect(failed.status).toBe(500);
+    expect(JSON.stringify(failed.body)).toContain('[redacted]');
+    expect(JSON.stringify(failed.body)).not.toContain(secret);
+    const lines: Array<Record<string, unknown>> = [];
+    const ac = new AbortController();
+    const reading = apiEvents(sock, (e) => lines.push(e), { signal: ac.signal });
+    await waitFor(() => lines.length >= 1);
+    bus.emit('pairing', { phase: 'retrying', error: { kind: 'network', message: `refused ${secret}` } });
+    await waitFor(() => lines.length >= 2);
+    expect(lines[1]).toEqual({ type: 'pairing', at: expect.any(String), phase: 'retrying', error: { kind: 'network', message: 'refused [redacted]' } });
     ac.abort();
     await reading;
   });
