@@ -18,7 +18,7 @@ import type { Settings } from '../config/types.js';
 import { prepareCredentialsDirs } from '../auth/credentials-dirs.js';
 import { deviceSummary, verifyGrant } from '../auth/grant-verify.js';
 import { SystemClock } from '../lib/clock.js';
-import { PAIRING_TIMEOUT_MS } from '../lib/timing.js';
+import { PAIRING_TIMEOUT_MAX_MS, PAIRING_TIMEOUT_MS } from '../lib/timing.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError } from '../lib/fs-errors.js';
 import { oneLine, quote } from '../lib/text.js';
@@ -44,7 +44,7 @@ const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 function timeoutOf(value: unknown): number {
   if (value === undefined) return DEFAULT_TIMEOUT_S;
   const n = typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
-  if (!(n > 0)) throw usageError(`pair: --timeout ${quote(String(value))} must be a positive number of seconds; run c2c-agent pair --help`);
+  if (!(n > 0) || n * 1000 > PAIRING_TIMEOUT_MAX_MS) throw usageError(`pair: --timeout ${quote(String(value))} must be a positive number of seconds, at most ${PAIRING_TIMEOUT_MAX_MS / 1000}; run c2c-agent pair --help`);
   return n;
 }
 

@@ -74,6 +74,8 @@ export const LOCAL_API = {
 
 /** How long a pairing waits for a person to approve the code (`pair --timeout`, POST /v1/pair's `timeoutSeconds`): long enough to find the app and type a code a few times over. */
 export const PAIRING_TIMEOUT_MS = 600_000;
+/** The longest a pairing may be asked to wait (`pair --timeout`, `timeoutSeconds`): a day; a code the service gave expires long before. */
+export const PAIRING_TIMEOUT_MAX_MS = 86_400_000;
 
 /**
  * Real-time uploads (uploads/realtime-worker.ts): how often a recording's

@@ -13,6 +13,7 @@
 // network, unauthorized...) so the CLI exits with the code it always did.
 import type { DaemonPairing } from '../auth/daemon-pairing.js';
 import { AgentError, type ErrorKind } from '../lib/errors.js';
+import { PAIRING_TIMEOUT_MAX_MS } from '../lib/timing.js';
 import { ApiError, badRequest, type HandlerMap } from './handlers.js';
 
 export interface PairHandlerDeps {
@@ -57,7 +58,7 @@ function objectBody(body: unknown): Record<string, unknown> {
 function timeoutOf(body: Record<string, unknown>): number | undefined {
   const t = body.timeoutSeconds;
   if (t === undefined) return undefined;
-  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t > 86_400) throw badRequest(`timeoutSeconds ${JSON.stringify(t)} must be a number of seconds above 0 and at most 86400`);
+  if (typeof t !== 'number' || !Number.isFinite(t) || t <= 0 || t * 1000 > PAIRING_TIMEOUT_MAX_MS) throw badRequest(`timeoutSeconds ${JSON.stringify(t)} must be a number of seconds above 0 and at most ${PAIRING_TIMEOUT_MAX_MS / 1000}`);
   return t * 1000;
 }
 

@@ -139,6 +139,7 @@ describe('c2c-agent CLI (built bundle)', () => {
     [['frobnicate'], "unknown command 'frobnicate'"],
     [['upload'], 'upload: name at least one FILE'],
     [['pair', '--timeout', 'soon'], "pair: --timeout 'soon' must be a positive number of seconds"],
+    [['pair', '--timeout', '86401'], "pair: --timeout '86401' must be a positive number of seconds, at most 86400"],
     [[], 'missing command'],
     [['--verbose'], "unknown option '--verbose'"],
     [['profiles', '--bogus'], "profiles: unknown option '--bogus'"],

@@ -7,6 +7,7 @@ import type { Unpaired } from '../../agent/auth/revocation.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { ApiError, HandlerMap, type JsonAnswer } from '../../agent/localapi/handlers.js';
 import { registerPairHandlers } from '../../agent/localapi/pair-handlers.js';
+import { PAIRING_TIMEOUT_MAX_MS } from '../../agent/lib/timing.js';
 
 const CODE: ShownCodeFields = { phase: 'code', user_code: '123456', verification_uri: 'https://svc.example/pair', verification_uri_complete: 'https://svc.example/pair?user_code=123456', expires_in: 120, interval: 5 };
 
@@ -50,6 +51,14 @@ describe('pair handlers', () => {
     const r = routes({});
     expect(await r.call('POST', '/v1/pair', body)).toMatchObject({ status: 400, kind: 'bad-request' });
     expect(r.calls).toEqual([]);
+  });
+
+  it("POST /v1/pair: timeoutSeconds up to pair --timeout's bound is taken, one second past it is 400 naming the bound", async () => {
+    const r = routes({});
+    const max = PAIRING_TIMEOUT_MAX_MS / 1000;
+    expect(await r.call('POST', '/v1/pair', { timeoutSeconds: max })).toMatchObject({ status: 202 });
+    expect(await r.call('POST', '/v1/pair', { timeoutSeconds: max + 1 })).toMatchObject({ status: 400, kind: 'bad-request', message: expect.stringContaining(`at most ${max}`) });
+    expect(r.calls).toEqual([['begin', PAIRING_TIMEOUT_MAX_MS]]);
   });
 
   it.each([
