@@ -312,6 +312,35 @@ describe('pair with a running daemon', () => {
     expect(daemon.output()).not.toMatch(FAKE_SECRET);
   });
 
+  it('the same plain lines off a terminal when the daemon pairs, the daemon line saying it uses them now', async () => {
+    const u = fx.unit(await fx.otherCloud({ timeScale: DAEMON_SCALE, devices: 0 }), DAEMON_SCALE);
+    const daemon = startDaemon(u);
+    await reach(u, daemon, 'needs-pairing', 10_000);
+    const p = startCommand(['pair', ...settingsArgs(u.s)], u.dirs, { TERM: 'xterm-256color' });
+    const codeLine = await waitFor('the code line', () => p.lines().find((l) => l.startsWith('pairing code: ')), 10_000);
+    const m = /^pairing code: (\d{3}) (\d{3})$/.exec(codeLine);
+    expect(m).not.toBeNull();
+    expect(u.cloud.control.approve(`${m![1]}${m![2]}`)).toBe(true);
+    await expectExit(p, 0);
+    expect(p.stderr()).toBe('');
+    expect(p.stdout()).not.toContain('\u001b');
+    expect(p.stdout()).not.toMatch(FAKE_SECRET);
+    expect(p.lines()).toEqual([
+      `pairing code: ${m![1]} ${m![2]}`,
+      `open: ${u.cloud.url}/pair`,
+      `or open: ${u.cloud.url}/pair?user_code=${m![1]}${m![2]}`,
+      expect.stringMatching(/^proposed name: Camera \S+$/),
+      'the code expires in 120 s',
+      'waiting for approval…',
+      'approved; verifying the new credentials with the service…',
+      expect.stringMatching(/^paired: Camera \S+ \(device [0-9a-f-]+\)$/),
+      expect.stringMatching(/^project: .+ \(id .+\)$/),
+      `credentials: ${u.credentials}`,
+      `daemon: the running daemon (pid ${daemon.pid}) paired and uses the credentials now`,
+    ]);
+    await reach(u, daemon, 'online', 3_000);
+  });
+
   it('Ctrl-C on a pair the daemon runs cancels the daemon\'s flow (DELETE /v1/pair): exit 130, nothing stored, the daemon still waits for pairing', async () => {
     const u = fx.unit();
     const daemon = startDaemon(u);
