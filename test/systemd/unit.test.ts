@@ -82,6 +82,18 @@ describe('systemd/c2c-agent.service', () => {
     // V8's JIT needs writable+executable pages: this would kill node at start.
     expect(d.has('MemoryDenyWriteExecute')).toBe(false);
   });
+
+  it("does not defeat NODE_EXTRA_CA_CERTS, the way a private CA is given to Node (docs/tls.md)", () => {
+    const d = directives(readFileSync(UNIT, 'utf8'));
+    const all = (k: string): string[] => d.get(k) ?? [];
+    // Neither unset nor set empty by the unit (a drop-in's Environment= adds it).
+    expect(all('UnsetEnvironment').join(' ')).not.toMatch(/NODE_EXTRA_CA_CERTS/);
+    expect(all('Environment').join(' ')).not.toMatch(/NODE_EXTRA_CA_CERTS/);
+    // No Node option that makes it read another store instead of adding to the bundled one.
+    expect(`${all('Environment').join(' ')} ${all('ExecStart').join(' ')}`).not.toMatch(/--use-openssl-ca|--use-system-ca|--openssl-config/);
+    // /etc stays readable (the CA file goes beside config.json): ProtectSystem=strict is read-only, not hidden.
+    expect(all('InaccessiblePaths').join(' ')).not.toMatch(/\/etc/);
+  });
 });
 
 describe('scripts/install.sh', () => {
