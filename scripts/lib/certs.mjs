@@ -10,7 +10,7 @@
 // generation in JavaScript (hundreds of ms) or a large dependency for what is
 // ~150 lines of DER: node:crypto makes P-256 keys and signs; this file only
 // lays out the X.509 structure (RFC 5280) around them. A CA and a server
-// certificate take about 2 ms.
+// certificate take a few ms (6 ms measured on a busy 2-core machine).
 import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { isIP } from 'node:net';
 // --- DER ---
