@@ -113,14 +113,17 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
       : new UploadWindow({ ...win, clock, clockOffsetMs: () => api.lastMeta?.clockOffsetMs, onOpen: () => bus.emit('uploadWindowOpened', {}), logger });
   const urls = new UploadUrls(queueDir);
   const heap = new HeapTrim(undefined, undefined, (err) => logger.warn({ err: String(err) }, 'cannot collect garbage after an upload; memory may stay higher'));
+  // Both workers date their requests by the service's clock and file an upload under its channel the same way.
+  const serverNow = (): number => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0);
+  const channelId = async (key: string): Promise<string | undefined> => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key];
   const uploadWorker = new UploadWorker({
     assets: api.assets,
     storage,
     outbox,
     urls,
     clock,
-    serverNow: () => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0),
-    channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
+    serverNow,
+    channelId,
     index,
     deleteAfterUpload: settings.deleteAfterUpload,
     queueDir,
@@ -135,8 +138,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     storage,
     outbox,
     clock,
-    serverNow: () => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0),
-    channelId: async (key) => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key],
+    serverNow,
+    channelId,
     index,
     deleteAfterUpload: settings.deleteAfterUpload,
     settleMs: settings.mediaSettleSeconds * 1000,
