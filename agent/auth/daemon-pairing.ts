@@ -23,7 +23,7 @@ import { readClientSecret } from './client-secret.js';
 import { prepareCredentialsDirs } from './credentials-dirs.js';
 import { fileFromGrant, type CredentialsFile } from './credentials-store.js';
 import { deviceSummary, verifyGrant } from './grant-verify.js';
-import { pairDevice, type PairingEvent } from './pairing.js';
+import { codeFields, pairDevice, type PairingEvent } from './pairing.js';
 import { REVOKE_TIMEOUT_MS, unpairHere, type Unpaired } from './revocation.js';
 
 /** What a UI shows of a code (the contract's `code` fields). */
@@ -161,16 +161,7 @@ export class DaemonPairing implements DaemonUnit {
 
   private onEvent(flow: Flow, e: PairingEvent): void {
     if (e.type === 'code') {
-      const c = e.code;
-      const shown: ShownCodeFields = {
-        phase: 'code',
-        user_code: c.userCode,
-        verification_uri: c.verificationUri,
-        verification_uri_complete: c.verificationUriComplete,
-        expires_in: c.expiresInSeconds,
-        interval: c.intervalSeconds,
-        ...(c.name !== undefined && { name: c.name }),
-      };
+      const shown: ShownCodeFields = { phase: 'code', ...codeFields(e.code) };
       const firstOne = flow.code === undefined;
       flow.code = shown;
       this.publish(shown);

@@ -7,12 +7,25 @@ import type { ClientCredentials, DeviceCode, OAuthEndpoints, TokenGrant } from '
 import { backoffDelay } from '../lib/backoff.js';
 import { sleep, type Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
+import type { PairingProgress } from '../core/event-bus.js';
 
 /** RFC 8628: a slow_down adds five seconds to the polling interval. */
 const SLOW_DOWN_STEP_S = 5;
 
 /** What a display needs of a code: everything but the secret device code. */
 export type ShownCode = Omit<DeviceCode, 'deviceCode'> & { /** Agent-monotonic time the code expires. */ expiresAt: number };
+
+/** A code in the service's own field names, as every output shows it: `pair --json`'s code line, the daemon's `pairing` event, POST /v1/pair's answer. */
+export function codeFields(c: ShownCode): Omit<Extract<PairingProgress, { phase: 'code' }>, 'phase'> {
+  return {
+    user_code: c.userCode,
+    verification_uri: c.verificationUri,
+    verification_uri_complete: c.verificationUriComplete,
+    expires_in: c.expiresInSeconds,
+    interval: c.intervalSeconds,
+    ...(c.name !== undefined && { name: c.name }),
+  };
+}
 
 export type PairingEvent =
   | { type: 'code'; code: ShownCode }

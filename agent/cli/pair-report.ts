@@ -2,7 +2,7 @@
 // lines when stdout is not one), or JSON Lines with --json, one event per
 // line, the last carrying ok and exitCode. The device code never reaches
 // either: the events carry only what a person is meant to see.
-import type { PairingEvent } from '../auth/pairing.js';
+import { codeFields, type PairingEvent } from '../auth/pairing.js';
 import type { Clock } from '../lib/clock.js';
 import { printJsonLine } from './output.js';
 import { PairScreen } from './pair-screen.js';
@@ -33,15 +33,7 @@ export class PairReporter {
       this.expiresAt = e.code.expiresAt;
       const c = e.code;
       if (this.json) {
-        printJsonLine({
-          event: 'code',
-          user_code: c.userCode,
-          verification_uri: c.verificationUri,
-          verification_uri_complete: c.verificationUriComplete,
-          expires_in: c.expiresInSeconds,
-          interval: c.intervalSeconds,
-          ...(c.name !== undefined && { name: c.name }),
-        });
+        printJsonLine({ event: 'code', ...codeFields(c) });
         return;
       }
       this.screen?.showCode(

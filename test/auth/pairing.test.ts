@@ -3,7 +3,7 @@
 // time limit, cancellation, and the secret device code never in an event.
 import { afterEach, describe, expect, test } from '@jest/globals';
 import type { DeviceCode, PollOutcome, TokenGrant } from '../../agent/api/oauth.js';
-import { pairDevice, type PairingEvent } from '../../agent/auth/pairing.js';
+import { codeFields, pairDevice, type PairingEvent } from '../../agent/auth/pairing.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { FakeClock, flushMicrotasks } from '../support/fake-clock.js';
 import { CLIENT, FakeOAuth, grantOf, networkDown, oauthRefusal } from '../support/auth-fixtures.js';
@@ -237,4 +237,12 @@ describe('cancellation', () => {
     await flushMicrotasks();
     expect(h.outcome()).toEqual({ ok: false, err: reason, at: 5 * S });
   });
+});
+
+test('codeFields: a code in the service\'s own names for every output, the name only when given, never the device code', () => {
+  const { deviceCode: _secret, name: _name, ...shown } = codeOf(1);
+  const fields = codeFields({ ...shown, expiresAt: T0 });
+  expect(fields).toEqual({ user_code: '123451', verification_uri: 'https://svc.example/pair', verification_uri_complete: 'https://svc.example/pair?user_code=123451', expires_in: 120, interval: 5 });
+  expect(codeFields({ ...shown, name: 'Cam 7', verificationUriComplete: null, expiresAt: T0 })).toMatchObject({ name: 'Cam 7', verification_uri_complete: null });
+  expect(JSON.stringify(codeFields({ ...codeOf(2), expiresAt: T0 } as never))).not.toContain(SECRET);
 });
