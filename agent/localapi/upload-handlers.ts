@@ -69,8 +69,11 @@ export function registerUploadHandlers(routes: HandlerMap, d: UploadHandlerDeps)
     const r = await d.uploads.cancel(id);
     if (r === 'not-found') throw notFound(`no upload ${id}`);
     if (r === 'done') throw new ApiError(409, 'conflict', `upload ${id} is done already`);
+    const row = d.rows().find((u) => u.id === id);
+    // Ended otherwise: cancelled already is what was asked; failed (dead-lettered, refused) was never cancelled, and saying so would be untrue.
+    if (r === 'ended' && row?.state !== 'cancelled') throw new ApiError(409, 'conflict', `upload ${id} is no longer waiting: it ended ${row?.state ?? 'already'}${row?.reason !== undefined ? ` (${row.reason})` : ''}`);
     d.events?.uploadsSoon();
-    return { status: 200, body: { upload: d.rows().find((u) => u.id === id) ?? { id } } };
+    return { status: 200, body: { upload: row ?? { id } } };
   });
 
   routes.add('PATCH', '/v1/uploads/{id}', 'write', async (req) => {

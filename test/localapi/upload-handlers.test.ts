@@ -29,11 +29,14 @@ describe('upload handlers', () => {
           queued.push({ files, urgent });
           return files.map((f, i) => ({ path: f.path, id: `id${i}`, duplicate: false }));
         },
-        cancel: async (id) => (id === 'done' ? 'done' : id === 'gone' ? 'not-found' : 'cancelled'),
+        cancel: async (id) => (id === 'done' ? 'done' : id === 'gone' ? 'not-found' : id === 'failed' || id === 'was-cancelled' ? 'ended' : 'cancelled'),
         cancelAll: async () => ['x'],
         setPriority: async (id) => (id === 'gone' ? 'not-found' : id === 'done' ? 'ended' : 'ok'),
       },
-      rows: () => [],
+      rows: () => [
+        { id: 'failed', name: 'f.mp4', path: '/m/f.mp4', state: 'dead-lettered', bytesDone: 0, bytesTotal: 1, priority: 'normal', reason: 'the recording is gone' },
+        { id: 'was-cancelled', name: 'c.mp4', path: '/m/c.mp4', state: 'cancelled', bytesDone: 0, bytesTotal: 1, priority: 'normal', reason: 'cancelled: through the local API' },
+      ],
       roots: { roots: [media] },
     });
   });
@@ -93,5 +96,11 @@ describe('upload handlers', () => {
     expect(routes.match('DELETE', '/v1/uploads//x1')).toEqual({ kind: 'no-path' });
     expect(routes.match('DELETE', '/v1/uploads')).toMatchObject({ kind: 'found' });
     expect(routes.match('DELETE', '/v1/uploads/x1')).toMatchObject({ kind: 'found', params: { id: 'x1' } });
+  });
+
+  it('cancel of an upload that already ended: 409 naming its state when it failed (it was not cancelled), 200 when it was cancelled already', async () => {
+    // Before: 200 with the row still dead-lettered, and `c2c-agent cancel` said "cancelled" for an upload that had failed.
+    expect(await call('DELETE', '/v1/uploads/failed')).toMatchObject({ status: 409, kind: 'conflict', message: expect.stringContaining('dead-lettered') });
+    expect(await call('DELETE', '/v1/uploads/was-cancelled')).toMatchObject({ status: 200, body: { upload: { id: 'was-cancelled', state: 'cancelled' } } });
   });
 });
