@@ -209,8 +209,13 @@ export async function convergeAndAudit(rig: Rig, tracker: QueueTracker, final: C
     const atService = serviceChannels(rig);
     expect(new Set(atService.map((c) => c.id)).size).toBe(atService.length);
 
-    // The record (channels --json, its own process) agrees with the service.
-    const ch = await cli(rig, ['channels']);
+    // The record (channels --json, its own process) agrees with the service. The command asks the
+    // service once, with the agent's timeouts at this scale (100 real ms at 300): on a loaded
+    // machine it may answer "service: unknown", and is asked again.
+    const ch = await waitFor('channels --json with the service reachable', async () => {
+      const r = await cli(rig, ['channels']).catch(() => undefined);
+      return (r?.json.service as { reachable?: boolean } | undefined)?.reachable === true ? r : undefined;
+    }, 20_000, 200);
     const rows = ch.json.channels as Array<{ key: string; detected: boolean; recordedId: string | null; service: { id: string } | null }>;
     for (const r of rows) {
       const on = final.includes(r.key as ChannelKey);
