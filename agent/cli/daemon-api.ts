@@ -8,7 +8,7 @@
 // the work itself.
 import { START_ADVICE } from '../lib/advice.js';
 import type { Settings } from '../config/types.js';
-import { AgentError, type ErrorKind } from '../lib/errors.js';
+import { AgentError, errorKindOf, type ErrorKind } from '../lib/errors.js';
 import { fsError } from '../lib/fs-errors.js';
 import { oneLine } from '../lib/text.js';
 import { apiEvents, apiRequest, LocalApiUnreachable, type ApiReply } from '../localapi/client.js';
@@ -17,8 +17,6 @@ import { runningDaemon } from '../daemon/runtime/run-lock.js';
 
 /** Where no daemon listens: a socket that is not there, or one nobody accepts on (a daemon that died). */
 const NOBODY_SERVES = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
-
-const KINDS: ReadonlySet<string> = new Set<ErrorKind>(['usage', 'config', 'unauthorized', 'forbidden', 'rate-limited', 'paused', 'conflict', 'not-found', 'server', 'network', 'protocol', 'unavailable', 'timeout', 'disk', 'internal']);
 
 /** The error kind a refusal maps to when the daemon did not send one of the agent's own. */
 function kindOfStatus(status: number): ErrorKind {
@@ -34,7 +32,7 @@ export function refusal(reply: ApiReply, doing: string): AgentError {
   const message = typeof e?.message === 'string' ? oneLine(e.message, 400) : `the daemon answered ${reply.status} to ${doing}`;
   // A request the daemon could not take as asked (no such upload, a path that is not there, a bad value) is the person's to fix: 64.
   const asked = reply.status === 400 || reply.status === 404 || reply.status === 405 || reply.status === 413;
-  const kind = !asked && typeof e?.kind === 'string' && KINDS.has(e.kind) ? (e.kind as ErrorKind) : kindOfStatus(reply.status);
+  const kind = (asked ? undefined : errorKindOf(e?.kind)) ?? kindOfStatus(reply.status);
   return new AgentError(kind, message, { status: reply.status });
 }
 

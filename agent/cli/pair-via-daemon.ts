@@ -7,7 +7,7 @@ import type { PairingEvent } from '../auth/pairing.js';
 import type { PairingProgress } from '../core/event-bus.js';
 import type { Settings } from '../config/types.js';
 import { SystemClock } from '../lib/clock.js';
-import { AgentError, EXIT } from '../lib/errors.js';
+import { AgentError, errorKindOf, EXIT } from '../lib/errors.js';
 import { oneLine } from '../lib/text.js';
 import type { DaemonApi, EventsHandle } from './daemon-api.js';
 import { PairReporter } from './pair-report.js';
@@ -59,9 +59,9 @@ function toPairingEvent(p: PairingProgress, clock: SystemClock): PairingEvent | 
   }
 }
 
+/** The daemon's error kind, so the exit code is the one pairing by itself would give; a kind this build does not know is 'unavailable'. */
 function kindOf(kind: string): AgentError['kind'] {
-  const known = ['usage', 'config', 'unauthorized', 'forbidden', 'rate-limited', 'paused', 'conflict', 'not-found', 'server', 'network', 'protocol', 'unavailable', 'timeout', 'disk', 'internal'];
-  return (known.includes(kind) ? kind : 'unavailable') as AgentError['kind'];
+  return errorKindOf(kind) ?? 'unavailable';
 }
 
 /** A `pairing` line from the stream, checked enough to be shown (the daemon wrote it; an odd one is skipped). */

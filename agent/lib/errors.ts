@@ -75,6 +75,11 @@ const exitByKind: Record<ErrorKind, number> = {
   internal: EXIT.internal,
 };
 
+/** The kind a string names when it is one of the agent's (a refusal or an event from the daemon carries one), else undefined. */
+export function errorKindOf(kind: unknown): ErrorKind | undefined {
+  return typeof kind === 'string' && Object.hasOwn(exitByKind, kind) ? (kind as ErrorKind) : undefined;
+}
+
 export interface RateLimitInfo {
   limit?: number;
   remaining?: number;
