@@ -104,7 +104,9 @@ export async function pairThroughDaemon(api: DaemonApi, o: DaemonPairOptions, at
   if (handle === undefined) return undefined;
   const pid = typeof handle.status?.pid === 'number' ? handle.status.pid : undefined;
   const onCancel = (): void => settle({ kind: 'signal', signal: (o.cancel.reason as { signal?: string } | undefined)?.signal ?? 'SIGINT' });
-  o.cancel.addEventListener('abort', onCancel, { once: true });
+  // A signal that came while attaching counts as much as one that comes later.
+  if (o.cancel.aborted) onCancel();
+  else o.cancel.addEventListener('abort', onCancel, { once: true });
   void handle.ended.then(() => settle({ kind: 'stream-ended' }));
   const limit = setTimeout(() => settle({ kind: 'time-limit' }), o.timeoutS * 1000 / Math.max(o.settings.timeScale, 1e-9) + GRACE_MS);
   limit.unref();
