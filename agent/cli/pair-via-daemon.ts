@@ -108,8 +108,8 @@ export async function pairThroughDaemon(api: DaemonApi, o: DaemonPairOptions, at
   if (o.cancel.aborted) onCancel();
   else o.cancel.addEventListener('abort', onCancel, { once: true });
   void handle.ended.then(() => settle({ kind: 'stream-ended' }));
-  const limit = setTimeout(() => settle({ kind: 'time-limit' }), o.timeoutS * 1000 / Math.max(o.settings.timeScale, 1e-9) + GRACE_MS);
-  limit.unref();
+  // The daemon's limit is agent time (its --time-scale); the grace is real time for its last word to arrive.
+  const limit = clock.setTimer(() => settle({ kind: 'time-limit' }), o.timeoutS * 1000 + GRACE_MS * clock.scale);
   try {
     reporter = new PairReporter(o.json, clock);
     // Lines that came before the reporter (a flow already under way) are shown first.
@@ -125,7 +125,7 @@ export async function pairThroughDaemon(api: DaemonApi, o: DaemonPairOptions, at
     reporter?.done({ event: 'failed', ok: false, exitCode: e.exitCode, error: e.toJSON() }, []);
     return { exitCode: e.exitCode, error: e };
   } finally {
-    clearTimeout(limit);
+    limit.cancel();
     o.cancel.removeEventListener('abort', onCancel);
     handle.close();
   }

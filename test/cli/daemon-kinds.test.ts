@@ -42,21 +42,47 @@ describe('pair through the daemon: the failed line', () => {
   });
   afterEach(() => write.mockRestore());
 
-  async function pairFailing(kind: ErrorKind): Promise<{ exitCode: number; kind: string | undefined }> {
+  /** The command's run against a daemon whose events the test sends through `onEvent`. */
+  function pairWith(timeScale: number, timeoutS: number): { running: ReturnType<typeof pairThroughDaemon>; send: (e: Record<string, unknown>) => void; deletes: string[] } {
     let onEvent: (e: Record<string, unknown>) => void = () => undefined;
+    const deletes: string[] = [];
     const code = { user_code: '123456', verification_uri: 'https://svc.example/pair', verification_uri_complete: null, expires_in: 120, interval: 5 };
     const api = {
       require: async () => code,
-      request: async () => ({ status: 200, body: {} }),
+      request: async (method: string, path: string) => (deletes.push(`${method} ${path}`), { status: 200, body: {} }),
     } as unknown as DaemonApi;
     const handle: EventsHandle = { status: { pid: 42 }, ended: new Promise<void>(() => undefined), close: () => undefined };
-    const settings = { timeScale: 1, tokenFile: '/nonexistent/credentials.json' } as unknown as Settings;
-    const running = pairThroughDaemon(api, { settings, json: true, timeoutS: 600, cancel: new AbortController().signal }, async (fn) => {
+    const settings = { timeScale, tokenFile: '/nonexistent/credentials.json' } as unknown as Settings;
+    const running = pairThroughDaemon(api, { settings, json: true, timeoutS, cancel: new AbortController().signal }, async (fn) => {
       onEvent = fn;
       return handle;
     });
+    return { running, send: (e) => onEvent(e), deletes };
+  }
+
+  it("the command's own limit: the daemon's time (scaled) and a minute's real grace, then a DELETE and exit 75", async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick', 'queueMicrotask'] });
+    try {
+      const { running, deletes } = pairWith(100, 600);
+      let done = false;
+      void running.then(() => (done = true));
+      await new Promise((r) => setImmediate(r));
+      // 600 agent s at scale 100 are 6 real s; then 60 real s of grace.
+      await jest.advanceTimersByTimeAsync(6_000 + 60_000 - 10);
+      expect(done).toBe(false);
+      await jest.advanceTimersByTimeAsync(20);
+      const r = await running;
+      expect(r).toMatchObject({ exitCode: EXIT.tempfail, error: { kind: 'timeout' } });
+      expect(deletes).toEqual(['DELETE /v1/pair']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  async function pairFailing(kind: ErrorKind): Promise<{ exitCode: number; kind: string | undefined }> {
+    const { running, send } = pairWith(1, 600);
     await new Promise((r) => setImmediate(r));
-    onEvent({ type: 'pairing', at: 'x', phase: 'failed', exitCode: new AgentError(kind, 'x').exitCode, error: { kind, message: `the daemon failed: ${kind}` } });
+    send({ type: 'pairing', at: 'x', phase: 'failed', exitCode: new AgentError(kind, 'x').exitCode, error: { kind, message: `the daemon failed: ${kind}` } });
     const r = await running;
     if (r === undefined) throw new Error('no daemon answer');
     return { exitCode: r.exitCode, kind: r.error?.kind };
