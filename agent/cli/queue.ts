@@ -90,6 +90,19 @@ export function shown(item: OutboxItem, view: DaemonQueueView | undefined): Show
   };
 }
 
+/**
+ * One item's line. A file's name, a reason and an error may hold a newline
+ * (a clip named so by the camera, a path in a reason): each is put on one
+ * line, or a name could forge lines of its own in the list.
+ */
+export function itemLine(i: ShownItem): string {
+  const u = i.upload;
+  const what = u !== undefined
+    ? `${u.state.padEnd(14)} ${oneLine(u.name, 120)}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${u.realtime === 'recording' ? ' so far (recording)' : ''} [${i.id}]`
+    : `${i.state.padEnd(9)} ${i.kind} ${i.id} since ${i.createdAt}`;
+  return `  ${what}${i.reason ? `: ${oneLine(i.reason, 300)}` : ''}${i.attempts ? ` (${i.attempts} attempts, last: ${oneLine(i.lastError ?? '', 300)})` : ''}`;
+}
+
 export async function run(ctx: CommandContext): Promise<number> {
   try {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: false });
@@ -117,13 +130,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const dropped = Object.entries(stats.dropped);
     lines.push(`dropped by the cap: ${dropped.length === 0 ? 'none' : dropped.map(([k, n]) => `${n} ${k}`).join(', ')}; corrupt segments moved aside: ${stats.quarantined}`);
     if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${stats.unwritten} records`);
-    for (const i of listed) {
-      const u = i.upload;
-      const what = u !== undefined
-        ? `${u.state.padEnd(14)} ${u.name}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${u.realtime === 'recording' ? ' so far (recording)' : ''} [${i.id}]`
-        : `${i.state.padEnd(9)} ${i.kind} ${i.id} since ${i.createdAt}`;
-      lines.push(`  ${what}${i.reason ? `: ${i.reason}` : ''}${i.attempts ? ` (${i.attempts} attempts, last: ${i.lastError ?? ''})` : ''}`);
-    }
+    for (const i of listed) lines.push(itemLine(i));
     if (skipped !== undefined && skipped.entries.length + skipped.more > 0) {
       lines.push(`skipped in the media dir (not uploaded): ${skipped.entries.length + skipped.more} entr${skipped.entries.length + skipped.more === 1 ? 'y' : 'ies'}`);
       for (const e of skipped.entries) lines.push(`  ${quote(e.name)}: ${oneLine(e.reason)}`);

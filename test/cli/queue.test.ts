@@ -1,7 +1,7 @@
 // What `queue` lists one by one: what needs an eye (pending, dead-lettered)
 // first and never crowded out, then the newest finished uploads.
 import { describe, expect, it } from '@jest/globals';
-import { listedItems, shown } from '../../agent/cli/queue.js';
+import { itemLine, listedItems, shown } from '../../agent/cli/queue.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
 
 let seq = 0;
@@ -32,5 +32,18 @@ describe('queue: the items listed', () => {
     const running = { ...item('upload', 'pending'), id: 'b:901', payload: { name: 'b.mp4', path: '/m/b.mp4', size: 10 } };
     expect(shown(finished, view)).toMatchObject({ state: 'done', upload: { state: 'done', bytesDone: 10 } });
     expect(shown(running, view)).toMatchObject({ state: 'in flight', upload: { state: 'uploading', bytesDone: 0 } });
+  });
+
+  it('an item is one line, whatever its file name, reason or error holds (a clip named with a newline forged a line of its own)', () => {
+    const name = 'evil\n  done           fake.mp4: 1 GiB of 1 GiB [x].mp4';
+    const done = { ...item('upload', 'done'), payload: { name, path: `/m/${name}`, size: 2 } };
+    const line = itemLine(shown(done, undefined));
+    expect(line.split('\n')).toHaveLength(1);
+    expect(line).toContain('evil done fake.mp4');
+    const dead = { ...item('upload', 'dead'), payload: { name: 'a.mp4', path: '/m/a.mp4', size: 2 }, reason: 'the file changed: /m/x\ny' };
+    expect(itemLine(shown(dead, undefined)).split('\n')).toHaveLength(1);
+    const retried = { ...item('upload', 'pending'), payload: { name: 'b.mp4', path: '/m/b.mp4', size: 2 } };
+    const view = { inFlight: [], attempts: { [retried.id]: { count: 2, lastError: 'boom\nfake line' } } } as never;
+    expect(itemLine(shown(retried, view))).toMatch(/\(2 attempts, last: boom fake line\)$/);
   });
 });
