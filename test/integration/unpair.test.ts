@@ -3,8 +3,9 @@
 // its client id and the revocation really ends an authorization.
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, readFileSync } from 'node:fs';
+import { startAgent } from './agent-process.js';
 import { FAKE_SECRET, runCommand, settingsArgs } from './pair-process.js';
-import { REVOKE_PATH, accessTokenOf, getMe, pairNow, posts, reach, startDaemon, usePairingCloud } from './pairing-fixture.js';
+import { DAEMON_SCALE, REVOKE_PATH, accessTokenOf, getMe, pairNow, posts, reach, startDaemon, usePairingCloud } from './pairing-fixture.js';
 
 const fx = usePairingCloud(40);
 
@@ -107,5 +108,30 @@ describe('unpair', () => {
     expect(r.code).toBe(78);
     expect(r.stderr).toMatch(/^c2c-agent: no API URL configured .*nothing was forgotten; or run `c2c-agent unpair --local`/);
     expect(readFileSync(u.credentials, 'utf8')).toBe(stored);
+  });
+
+  it('a daemon without a client secret refuses to unpair (78), nothing forgotten, still online; --local then makes it forget and need pairing', async () => {
+    const u = fx.unit();
+    await pairNow(u);
+    const stored = readFileSync(u.credentials, 'utf8');
+    const accessToken = accessTokenOf(u);
+    const daemon = startAgent({ apiUrl: fx.cloud.url, dirs: u.dirs, timeScale: DAEMON_SCALE });
+    await reach(u, daemon, 'online', 10_000);
+    const since = fx.cloud.journal.length;
+    const r = await runCommand(['unpair', '--json', ...settingsArgs(u.s)], u.dirs);
+    expect(r.code).toBe(78);
+    expect(r.events).toEqual([expect.objectContaining({ ok: false, exitCode: 78, error: expect.objectContaining({ kind: 'config', message: expect.stringContaining('nothing was forgotten') }) })]);
+    expect(readFileSync(u.credentials, 'utf8')).toBe(stored);
+    expect(posts(fx.cloud, since, REVOKE_PATH)).toEqual([]);
+    expect((await reach(u, daemon, 'online', 1_000)).json.pid).toBe(daemon.pid);
+
+    const local = await runCommand(['unpair', '--json', '--local', ...settingsArgs(u.s)], u.dirs);
+    expect(local.code).toBe(0);
+    expect(local.events).toEqual([expect.objectContaining({ ok: true, revoked: false, removed: true, daemon: 'running' })]);
+    expect(existsSync(u.credentials)).toBe(false);
+    await reach(u, daemon, 'needs-pairing', 3_000);
+    // Forgotten here only, as asked: the service still honours the token.
+    expect(await getMe(fx.cloud, accessToken)).toBe(200);
+    expect(r.stdout + local.stdout).not.toMatch(FAKE_SECRET);
   });
 });
