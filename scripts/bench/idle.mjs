@@ -100,8 +100,9 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const aGc = agent(fast, scale, 'gc-diagnostic', { deviceIndex: 1, nodeArgs: ['--expose-gc', '--import', probe], env: { BENCH_GC_OUT: gcOut } });
   const aSlow = agent(slow, 1, 'slow');
   // The same daemon over plain HTTP on loopback, and trusting the CA with caFile: what TLS and caFile cost.
-  const aPlain = agent(plain, scale, 'plain-http');
-  const aCaFile = agent(fast, scale, 'ca-file', { deviceIndex: 3, trust: 'caFile' });
+  // Under the same notify socket as the first: STATUS= lines run systemd-notify children, and differ in nothing else.
+  const aPlain = agent(plain, scale, 'plain-http', { env: { NOTIFY_SOCKET: nFast.sock } });
+  const aCaFile = agent(fast, scale, 'ca-file', { deviceIndex: 3, trust: 'caFile', env: { NOTIFY_SOCKET: nFast.sock } });
   // Scale 1 with a 1 s watchdog: the price of one WATCHDOG=1 ping.
   const aSd = agent(slow, 1, 'sd', { env: { NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
   // The same as aFast, with a UI attached to its local API: one events reader for the whole run.
