@@ -280,6 +280,8 @@ describe('local API server', () => {
     const closed = new Promise<void>((r) => s.on('close', () => r()));
     await closed;
     await waitFor(() => server.connections === 0);
+    expect(s.destroyed).toBe(true);
+    expect(server.connections).toBe(0);
   });
 
   it('while stopping, streams get a last line and close', async () => {
