@@ -6,6 +6,7 @@ import { DEVICE_SCOPE } from '../api/oauth.js';
 import type { Device, ResponseMeta } from '../api/types.js';
 import type { RateLimitInfo } from '../lib/errors.js';
 import { describeDuration, oneLine, quote } from '../lib/text.js';
+import { CLOCK_WRONG_MS } from '../lib/timing.js';
 
 /** The scopes pairing asks for (upload, and a refresh token): a unit without one of them is warned about. */
 const REQUIRED_SCOPES = DEVICE_SCOPE.split(' ');
@@ -79,7 +80,8 @@ export function describeRateLimit(rl: RateLimitInfo): string | undefined {
 export function describeOffset(ms: number | undefined): string {
   if (ms === undefined) return 'unknown (the service sent no Date header)';
   const sign = ms >= 0 ? 'ahead of' : 'behind';
-  const note = Math.abs(ms) > 60_000 ? ' (more than a minute: check NTP)' : '';
+  // The same bound the TLS errors use to blame this unit's clock rather than a certificate.
+  const note = Math.abs(ms) > CLOCK_WRONG_MS ? ` (more than ${describeDuration(CLOCK_WRONG_MS)}: check NTP)` : '';
   return `service clock ${(Math.abs(ms) / 1000).toFixed(1)} s ${sign} this unit${note}`;
 }
 

@@ -2,6 +2,7 @@
 import { describe, expect, test } from '@jest/globals';
 import { checkFacts, describeOffset, describeRateLimit, humanReport } from '../../agent/cli/check-report.js';
 import type { Device } from '../../agent/api/types.js';
+import { CLOCK_WRONG_MS } from '../../agent/lib/timing.js';
 
 const NOW = Date.UTC(2026, 10, 22, 10, 0, 0);
 const HOUR = 3_600_000;
@@ -88,7 +89,9 @@ describe('human report', () => {
 
   test('offset and rate-limit wording', () => {
     expect(describeOffset(undefined)).toContain('no Date header');
-    expect(describeOffset(125_000)).toContain('ahead of this unit (more than a minute: check NTP)');
+    expect(describeOffset(125_000)).toContain('ahead of this unit (more than 60 s: check NTP)');
+    expect(describeOffset(CLOCK_WRONG_MS)).not.toContain('NTP');
+    expect(describeOffset(-(CLOCK_WRONG_MS + 1))).toContain('behind this unit (more than 60 s: check NTP)');
     expect(describeRateLimit({})).toBeUndefined();
   });
 });
