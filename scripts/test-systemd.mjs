@@ -104,7 +104,7 @@ try {
   check('READY', start.status === 0 && s1.ActiveState === 'active', `systemctl start returned ${start.status} after ${secs(Date.now() - tStart)}; ${s1.ActiveState}/${s1.SubState}, MainPID ${s1.MainPID}`);
   check('STATUS= (unpaired)', /needs pairing/.test(statusLine()), statusLine());
 
-  // 5. Pair as the README says; the daemon takes the credentials on SIGHUP.
+  // 5. Pair as the README says; the running daemon pairs itself through its local API and uses the credentials at once.
   const pair = machine.sh('runuser -u c2c-agent -- c2c-agent pair --json --timeout 60', { timeoutMs: 90_000 });
   const paired = pair.stdout.trim().split('\n').map((l) => safeJson(l)).find((e) => e?.event === 'paired');
   check('pair', pair.status === 0 && paired !== undefined, `exit ${pair.status}, device ${paired?.device?.id ?? '?'}, daemon ${paired?.daemon ?? '?'}`);
