@@ -65,7 +65,9 @@ export const bareNode = () => launch(['-e', 'setInterval(() => {}, 1000)']);
  * HTTPS with its throwaway CA, as the service is; `plainHttp` for the loopback baseline.
  */
 export async function fakeCloud(scale, devices = 1, { plainHttp = false } = {}) {
-  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', String(devices), '--time-scale', String(scale), ...(plainHttp ? ['--plain-http'] : [])]);
+  // Its CA file in our temp dir: a fake killed with SIGKILL cannot remove its own.
+  const caDir = mkdtempSync(path.join(tmp, 'ca-'));
+  const child = launch([path.join(root, 'dist/fake-cloud.mjs'), '--port', '0', '--devices', String(devices), '--time-scale', String(scale), ...(plainHttp ? ['--plain-http'] : ['--ca-dir', caDir])]);
   const line = await new Promise((resolve, reject) => {
     createInterface({ input: child.stdout }).once('line', resolve);
     child.once('exit', () => reject(new Error('fake cloud did not start')));

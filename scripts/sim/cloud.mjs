@@ -6,8 +6,10 @@ import { randomBytes } from 'node:crypto';
 import readline from 'node:readline';
 
 export class SimCloud {
-  constructor({ bundle, timeScale, autoApproveSeconds, plainHttp = false }) {
+  constructor({ bundle, timeScale, autoApproveSeconds, plainHttp = false, caDir }) {
     this.plainHttp = plainHttp;
+    // Its CA file goes in the simulator's work dir: the fake may end by SIGKILL, which leaves its own temp dir behind.
+    this.caDir = caDir;
     this.bundle = bundle;
     this.timeScale = timeScale;
     this.autoApproveSeconds = autoApproveSeconds;
@@ -21,7 +23,7 @@ export class SimCloud {
 
   async start() {
     const secret = `sim-${randomBytes(12).toString('hex')}`;
-    const args = ['--port', '0', '--devices', '0', '--time-scale', String(this.timeScale), '--auto-approve', String(this.autoApproveSeconds), '--client-secret', secret, ...(this.plainHttp ? ['--plain-http'] : [])];
+    const args = ['--port', '0', '--devices', '0', '--time-scale', String(this.timeScale), '--auto-approve', String(this.autoApproveSeconds), '--client-secret', secret, ...(this.plainHttp ? ['--plain-http'] : this.caDir ? ['--ca-dir', this.caDir] : [])];
     // Its own process group: a Ctrl-C at the terminal stops the simulator, which still needs the fake for its report (children.mjs ends it).
     this.child = spawnTracked(process.execPath, [this.bundle, ...args], { stdio: ['ignore', 'pipe', 'inherit'], detached: true });
     const info = await new Promise((resolve, reject) => {

@@ -26,7 +26,7 @@ export async function runSession(o, { bundles }) {
   const say = (text) => progress.line(undefined, text);
   const work = mkdtempSync(path.join(tmpdir(), 'c2c-sim-'));
   const autoApproveSeconds = progress.tty ? Math.min(AUTO_APPROVE_TTY_MAX_S, Math.max(AUTO_APPROVE_S, Math.round(PAIRING_SCREEN_REAL_S * o.timeScale))) : AUTO_APPROVE_S;
-  const cloud = new SimCloud({ bundle: bundles.fakeCloud, timeScale: o.timeScale, autoApproveSeconds, plainHttp: o.plainHttp === true });
+  const cloud = new SimCloud({ bundle: bundles.fakeCloud, timeScale: o.timeScale, autoApproveSeconds, plainHttp: o.plainHttp === true, caDir: work });
   const devices = Array.from({ length: o.devices }, (_, index) => new SimDevice({ index, work, bundle: bundles.agent, cloud, timeScale: o.timeScale }));
   const monitor = new Monitor({ cloud, devices, timeScale: o.timeScale });
   const cancel = cancellation();

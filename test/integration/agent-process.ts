@@ -4,9 +4,10 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import { makeCa, type Issuer } from '../fake-cloud/certs.js';
 import { startFakeCloud, type FakeCloud, type FakeCloudOptions } from '../fake-cloud/index.js';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -53,24 +54,58 @@ export async function ensureBuilt(): Promise<void> {
   }
 }
 
-let testCa: { issuer: Issuer; file: string; dir: string } | undefined;
+let testCa: { issuer: Issuer; file: string } | undefined;
+
+const TEST_CA_NAME = 'c2c-agent test CA (throwaway)';
 
 /**
- * One throwaway CA for this test process: every fake cloud the harnesses
- * start signs with it, and every agent they spawn trusts it through
- * NODE_EXTRA_CA_CERTS (cleanEnv), as a unit trusts a private CA Node was
- * told of: the bundle must not defeat that. (caFile is tested on its own,
- * test/integration/clock.test.ts, test/api/tls.test.ts.)
+ * One throwaway CA for every test process and run on this machine: every
+ * fake cloud the harnesses start signs with it, and every agent they spawn
+ * trusts it through NODE_EXTRA_CA_CERTS (cleanEnv), as a unit trusts a
+ * private CA Node was told of: the bundle must not defeat that. (caFile is
+ * tested on its own, test/integration/clock.test.ts, test/api/tls.test.ts.)
+ * Made once into <tmp>/c2c-agent-test-ca (a directory renamed into place, so
+ * parallel workers agree on one) and reused: nothing per process is left
+ * behind when jest ends its workers.
  */
 export function testCertificateAuthority(): { issuer: Issuer; file: string } {
+  if (testCa !== undefined) return testCa;
+  const dir = join(tmpdir(), `c2c-agent-test-ca-${process.getuid?.() ?? 'user'}`);
+  const read = (): { issuer: Issuer; file: string } | undefined => {
+    try {
+      const certPem = readFileSync(join(dir, 'ca.pem'), 'utf8');
+      const privateKey = createPrivateKey(readFileSync(join(dir, 'ca-key.pem'), 'utf8'));
+      if (Date.parse(new X509Certificate(certPem).validTo) < Date.now() + 24 * 3600_000) return undefined;
+      return { issuer: { commonName: TEST_CA_NAME, keys: { privateKey, publicKey: createPublicKey(privateKey) }, certPem }, file: join(dir, 'ca.pem') };
+    } catch {
+      return undefined;
+    }
+  };
+  const place = (): void => {
+    const issuer = makeCa(TEST_CA_NAME);
+    const temp = mkdtempSync(`${dir}.tmp-`);
+    // Readable by anyone (an agent a test runs as nobody trusts it too); the key by the tests only.
+    chmodSync(temp, 0o755);
+    writeFileSync(join(temp, 'ca.pem'), issuer.certPem, { mode: 0o644 });
+    writeFileSync(join(temp, 'ca-key.pem'), issuer.keys.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, { mode: 0o600 });
+    try {
+      renameSync(temp, dir); // fails when another worker placed one first: theirs is used
+    } catch {
+      rmSync(temp, { recursive: true, force: true });
+    }
+  };
+  testCa = read();
   if (testCa === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'c2c-test-ca-'));
-    const issuer = makeCa('c2c-agent test run CA (throwaway)');
-    const file = join(dir, 'ca.pem');
-    writeFileSync(file, issuer.certPem);
-    testCa = { issuer, file, dir };
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    place();
+    testCa = read();
   }
+  if (testCa === undefined) {
+    // There, but expired or damaged: replaced.
+    rmSync(dir, { recursive: true, force: true });
+    place();
+    testCa = read();
+  }
+  if (testCa === undefined) throw new Error(`cannot make or read the test CA in ${dir}`);
   return testCa;
 }
 

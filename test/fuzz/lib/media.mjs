@@ -69,7 +69,8 @@ const describeTrouble = (t) =>
   `TLS front: ${t.cut > 0 ? `${t.cut * 100}% handshakes cut` : 'no handshake cut'}, ${t.slow > 0 ? `${t.slow * 100}% held ${t.slowMs} agent ms` : 'none held'}, ${t.swapAt >= 0 ? `a ${t.swapTo} certificate from step ${t.swapAt}` : 'no certificate swap'}`;
 
 async function startCloud(ctx, scale) {
-  const c = start(process.execPath, [ctx.fakeCloud, '--port', '0', '--admin-port', '0', '--devices', '1', '--time-scale', String(scale)], { timeoutMs: Infinity, rssLimitMiB: 2048 });
+  // Its CA file in the case's temp dir: the fake ends by a kill that leaves its own temp dir behind.
+  const c = start(process.execPath, [ctx.fakeCloud, '--port', '0', '--admin-port', '0', '--devices', '1', '--time-scale', String(scale), '--ca-dir', ctx.tmp], { timeoutMs: Infinity, rssLimitMiB: 2048 });
   let line = '';
   for (let i = 0; i < 200 && !line.includes('\n'); i++) {
     await sleep(25);
