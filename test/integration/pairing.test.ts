@@ -202,10 +202,7 @@ describe('pair --json', () => {
     expect(r.events).toEqual([expect.objectContaining({ ok: false, exitCode: 78, error: expect.objectContaining({ kind: 'config' }) })]);
   });
 
-  // KNOWN BUG (agent/cli/pair.ts:47-50): timeoutOf, loadSettings, readClientSecret and
-  // getClientId run before the reporter exists, so their failure reaches main.ts's
-  // fail(), which prints {ok, exitCode, error} without "event": "failed". A screen
-  // driving the flow by `event` never sees the end. Make this `it` once fixed.
+  // A failure before the flow starts (settings, the client secret, the client id) ends in the same failed line as any other.
   it('--json with a bad client secret file ends in an {"event":"failed"} line (JSON Lines contract)', async () => {
     const u = fx.unit();
     const loose = writeSecretFile(u.dirs, fx.cloud.clientSecret, 0o640, 'loose-secret');
