@@ -177,7 +177,9 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           logger,
         });
   const prefs = new PrefsStore(settings.stateDir, bus, logger);
-  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close() });
+  // Where files may be taken from by path: the local API's checks, and again for a changed file before it goes once more.
+  const uploadRoots = { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys: specs.map((c) => c.key) };
+  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, roots: uploadRoots, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
   const pairing = new DaemonPairing({
@@ -210,7 +212,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   registerUploadHandlers(routes, {
     uploads,
     rows: () => uploadRows(outboxUnit.items(), new Set(outboxUnit.inFlight())),
-    roots: { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys: specs.map((c) => c.key) },
+    roots: uploadRoots,
     events,
   });
   registerPrefsHandlers(routes, prefs);

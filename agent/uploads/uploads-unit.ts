@@ -25,6 +25,7 @@ import { PAUSED_REFUSED, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type 
 import type { SkippedView } from './media-watcher.js';
 import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, sameRecording, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
+import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
@@ -43,6 +44,13 @@ export interface UploadsUnitDeps {
   /** The preference autoUpload (localapi/prefs-store.ts): off, the media watcher's finds are held back until it is on again. */
   autoUpload?: () => boolean;
   queueDir: string;
+  /**
+   * The media dir and the upload roots (the local API's, upload-paths.ts): a
+   * file handed back after a change is queued again only if it still passes
+   * their checks, so a clip swapped for a link out of them while it settles
+   * (to credentials.json) is not uploaded. Absent: not checked (unit tests).
+   */
+  roots?: UploadRoots;
   /** Agent ms a file handed back after a change must hold still before it is queued again (the mediaSettleSeconds setting). */
   settleMs: number;
   /** The presigned URL files: those no pending upload refers to are removed at start. */
@@ -448,8 +456,15 @@ export class UploadsUnit implements DaemonUnit {
           f.sig = sig;
           continue;
         }
-        await this.queue({ ...f.p, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev });
         files.splice(files.indexOf(f), 1);
+        // stat() above followed links: the file queued is the one the roots' checks opened, without following a link out.
+        const v = this.d.roots === undefined ? undefined : await resolveUploadPath(f.p.path, this.d.roots);
+        if (v?.ok === false) {
+          this.d.logger?.warn({ name: f.p.name, reason: v.reason }, 'a changed file no longer passes the checks on what is uploaded; not uploaded again');
+          continue;
+        }
+        const id = v?.file ?? { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
+        await this.queue({ ...f.p, size: id.size, mtimeMs: id.mtimeMs, ino: id.ino, dev: id.dev });
       }
       if (files.length === 0) {
         this.settling.delete(request);

@@ -7,7 +7,7 @@
 // the watcher's skipped list (cause 8).
 import { EventBus } from '../../agent/core/event-bus.js';
 import { afterEach, describe, expect, it } from '@jest/globals';
-import { appendFileSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
@@ -22,9 +22,11 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more: number }) {
+function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more: number }, withRoots = false) {
   const dir = mkdtempSync(path.join(tmpdir(), 'c2c-settle-'));
   dirs.push(dir);
+  const media = path.join(dir, 'media');
+  mkdirSync(media);
   const queueDir = path.join(dir, 'queue');
   const clock = new FakeClock();
   const puts: UploadPayload[] = [];
@@ -43,16 +45,17 @@ function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more:
     },
     ...(skipped && { watcher: { start: () => undefined, stop: () => undefined, skipped: () => skipped } }),
     queueDir,
+    ...(withRoots && { roots: { roots: [media] } }),
     settleMs: SETTLE,
     clock,
     bus: new EventBus(),
   });
-  const clip = path.join(dir, 'clip.mp4');
+  const clip = path.join(withRoots ? media : dir, 'clip.mp4');
   writeFileSync(clip, 'first version');
   const st = statSync(clip);
   const payload: UploadPayload = { path: clip, name: 'clip.mp4', filetype: 'video/mp4', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
   const requests = (): string[] => (existsSync(path.join(queueDir, INCOMING_DIR)) ? readdirSync(path.join(queueDir, INCOMING_DIR)) : []);
-  return { queueDir, clock, puts, unit, clip, payload, requests };
+  return { dir, queueDir, clock, puts, unit, clip, payload, requests };
 }
 
 /** Real I/O (stat, readdir, unlink) is waited for in real time; agent time moves only when the test says. */
@@ -119,6 +122,35 @@ describe('UploadsUnit: a changed file goes again once it holds still', () => {
       rmSync(clip);
       await until('the request removed', () => requests().length === 0, clock, SETTLE / 2);
       expect(puts).toEqual([]);
+    } finally {
+      await unit.stop();
+    }
+  });
+});
+
+describe('UploadsUnit: a changed file goes again only through the same door', () => {
+  it('swapped for a link out of the media dir before it held still (credentials.json), it is not queued again; changed in place, it is', async () => {
+    // Before: the settle look stat()ed through the link, so the secret held still and was queued and uploaded under the clip's name.
+    const { dir, queueDir, clock, puts, unit, clip, payload, requests } = rig(undefined, true);
+    const secret = path.join(dir, 'credentials.json');
+    writeFileSync(secret, '{"access_token":"a","refresh_token":"r"}');
+    await writeUploadRequest(queueDir, [payload], { settle: true });
+    unit.start();
+    try {
+      await io(clock);
+      rmSync(clip);
+      symlinkSync(secret, clip);
+      await until('the request removed', () => requests().length === 0, clock, SETTLE / 2);
+      await clock.advance(10 * SETTLE);
+      await io(clock);
+      expect(puts).toEqual([]);
+      // The same door, a file changed in place inside it: queued with its new identity.
+      rmSync(clip);
+      writeFileSync(clip, 'second version, longer');
+      await writeUploadRequest(queueDir, [payload], { settle: true });
+      await until('queued', () => puts.length === 1, clock, SETTLE / 2);
+      const now = statSync(clip);
+      expect(puts[0]).toEqual({ ...payload, size: now.size, mtimeMs: now.mtimeMs, ino: now.ino, dev: now.dev });
     } finally {
       await unit.stop();
     }
