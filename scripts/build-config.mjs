@@ -4,7 +4,11 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { coldDependencies } from './build-cold.mjs';
+import { coldAgentCode } from './build-cold-code.mjs';
 import { unusedDependencyStubs } from './build-stubs.mjs';
+
+/** The bundle's budget on disk: `npm run bench` reports against it, test/cli/cold-modules.test.ts holds the bundle to it. */
+export const BUNDLE_BUDGET_BYTES = 400 * 1024;
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -36,7 +40,7 @@ export const commonOptions = {
 /** esbuild options of the agent's single-file bundle, written to `outfile`. */
 export function agentOptions(outfile) {
   const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
-  return {
+  const base = {
     entryPoints: [path.join(root, 'agent/cli/main.ts')],
     outfile,
     // Every byte of the bundle is read, parsed and kept by V8 at each start,
@@ -51,4 +55,6 @@ export function agentOptions(outfile) {
       __C2C_BUILTIN_PROFILES__: JSON.stringify(builtinProfiles()),
     },
   };
+  // The agent's own code that one command runs, stored compressed too (build-cold-code.mjs).
+  return { ...base, plugins: [coldAgentCode(root, { ...commonOptions, ...base }), ...base.plugins] };
 }

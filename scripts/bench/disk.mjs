@@ -7,8 +7,8 @@ import path from 'node:path';
 import { idleHour, straceMissing } from '../bench-outbox-strace.mjs';
 import { bytesByPackage, fmt, missingRow, row } from './figures.mjs';
 import { bundle, killAll, root, tmp } from './procs.mjs';
+import { BUNDLE_BUDGET_BYTES } from '../build-config.mjs';
 
-export const BUNDLE_BUDGET_BYTES = 400 * 1024;
 const KiB = (n) => `${fmt(n / 1024, 1)} KiB`;
 
 /** { rows, notes } for the bundle's size. */

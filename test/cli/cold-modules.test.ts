@@ -3,9 +3,10 @@
 // from the bundle, run from a directory with no node_modules.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { BUNDLE_BUDGET_BYTES } from '../../scripts/build-config.mjs';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { buildBundle, type Bundle } from './bundle.js';
 
@@ -23,6 +24,14 @@ afterAll(async () => {
 });
 
 describe('cold dependencies in the bundle', () => {
+  test('the bundle fits its budget, the code only one command runs stored compressed (scripts/build-cold-code.mjs)', () => {
+    expect(statSync(bundle.file).size).toBeLessThanOrEqual(BUNDLE_BUDGET_BYTES);
+    // No module of the agent is in both the bundle and a pack: a command that
+    // fails in a pack's code keeps its exit code (one AgentError class).
+    const r = bundle.run(['cancel', '--all', '--runtime-dir', path.join(dir, 'no-daemon')]);
+    expect([r.status, r.stderr]).toEqual([69, expect.stringContaining('no daemon runs')]);
+  });
+
   test('systeminformation: `channels --json` has the unit facts (system, usb, audio read, none missing)', () => {
     const r = bundle.run(['channels', '--json', '--host-root', '/', '--state-dir', path.join(dir, 'state-ch')]);
     expect(r.stderr).toBe('');
