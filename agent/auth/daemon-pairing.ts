@@ -17,6 +17,7 @@ import type { EventBus, PairingProgress } from '../core/event-bus.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
+import { fsError } from '../lib/fs-errors.js';
 import type { Logger } from '../lib/logger.js';
 import { PAIRING_TIMEOUT_MS } from '../lib/timing.js';
 import { readClientSecret } from './client-secret.js';
@@ -186,7 +187,10 @@ export class DaemonPairing implements DaemonUnit {
         api.close();
       }
       flow.storing = true;
-      await this.d.credentials.install(fileFromGrant(grant, clock));
+      await this.d.credentials.install(fileFromGrant(grant, clock)).catch((err: unknown) => {
+        // As `pair` says it by itself: a full or read-only state dir is the disk's or the setting's, not a bug.
+        throw fsError(err, 'store the approved credentials (pair again once this is fixed)', settings.tokenFile, settings.sources.tokenFile);
+      });
       this.d.logger?.info({ verified: verified.device !== undefined }, 'paired through the local API; using the new credentials');
       this.d.bus.emit('credentialsReplaced', { why: 'paired' });
       const warnings = settings.token ? ['C2C_TOKEN is set and takes precedence over the stored credentials; unset it'] : [];

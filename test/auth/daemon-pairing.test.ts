@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 let n = 0;
-function rig(o: { secret?: boolean } = {}) {
+function rig(o: { secret?: boolean; installFails?: NodeJS.ErrnoException } = {}) {
   const t = tempDir('c2c-daemon-pair-');
   dirs.push(t.cleanup);
   const secretFile = path.join(t.dir, 'client.secret');
@@ -55,6 +55,7 @@ function rig(o: { secret?: boolean } = {}) {
     clientId: async () => clientId,
     credentials: {
       install: async (f) => {
+        if (o.installFails) throw o.installFails;
         installs.push(f);
         await saveCredentials(settings.tokenFile, f);
       },
@@ -75,6 +76,19 @@ const until = async (what: string, ok: () => boolean, ms = 10_000): Promise<void
 };
 
 describe('DaemonPairing', () => {
+  it('a file-system failure storing the approved grant ends the flow failed with its kind (disk, 75) and the file named, not internal (1)', async () => {
+    const full = Object.assign(new Error('ENOSPC: no space left on device, open'), { code: 'ENOSPC', errno: -28, syscall: 'open' });
+    const r = rig({ installFails: full });
+    const code = await r.pairing.begin();
+    expect(cloud.control.approve(code.user_code)).toBe(true);
+    await until('failed', () => r.progress.some((p) => p.phase === 'failed'));
+    const failed = r.progress.find((p) => p.phase === 'failed');
+    expect(failed).toMatchObject({ phase: 'failed', exitCode: 75, error: { kind: 'disk', message: expect.stringContaining(r.settings.tokenFile) } });
+    expect(r.replaced).toEqual([]);
+    await r.pairing.stop();
+    r.close();
+  });
+
   it('begin() answers with the code; approved, the grant is verified, stored and announced; no device code anywhere', async () => {
     const r = rig();
     const code = await r.pairing.begin();
