@@ -2,17 +2,19 @@
 // (see ./command.ts for the module shape).
 import type { CommandModule } from './command.js';
 
+// The order is the one `--help` lists them in: the daemon and pairing
+// first, then the uploads, then the hardware.
 export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
-  cancel: () => import('./cancel.js'),
-  channels: () => import('./channels.js'),
-  check: () => import('./check.js'),
-  prefs: () => import('./prefs.js'),
-  priority: () => import('./priority.js'),
-  profiles: () => import('./profiles.js'),
-  queue: () => import('./queue.js'),
-  pair: () => import('./pair.js'),
   run: () => import('./run.js'),
+  check: () => import('./check.js'),
   status: () => import('./status.js'),
+  pair: () => import('./pair.js'),
   unpair: () => import('./unpair.js'),
   upload: () => import('./upload.js'),
+  queue: () => import('./queue.js'),
+  cancel: () => import('./cancel.js'),
+  priority: () => import('./priority.js'),
+  prefs: () => import('./prefs.js'),
+  channels: () => import('./channels.js'),
+  profiles: () => import('./profiles.js'),
 };
