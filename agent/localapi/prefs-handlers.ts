@@ -1,6 +1,7 @@
 // GET and PATCH /v1/prefs: the daemon's preferences (prefs-store.ts).
 import { fsError } from '../lib/fs-errors.js';
-import { ApiError, badRequest, type HandlerMap } from './handlers.js';
+import { badRequest, type HandlerMap } from './handlers.js';
+import { apiErrorOf } from './pair-handlers.js';
 import { PrefsError, type PrefsStore } from './prefs-store.js';
 
 export function registerPrefsHandlers(routes: HandlerMap, store: PrefsStore): void {
@@ -10,8 +11,9 @@ export function registerPrefsHandlers(routes: HandlerMap, store: PrefsStore): vo
       return { status: 200, body: await store.update(req.body) };
     } catch (err) {
       if (err instanceof PrefsError) throw badRequest(err.message);
-      // Nothing changed: the old value stays in effect; say why the disk refused.
-      throw new ApiError(507, 'disk', fsError(err, 'write the preferences', store.file).message);
+      // Nothing changed: the old value stays in effect; say why the file system refused, with its kind
+      // (a full card is disk, 507; a read-only or misplaced state dir is config, 409), as every command would.
+      throw apiErrorOf(fsError(err, 'write the preferences', store.file));
     }
   });
 }

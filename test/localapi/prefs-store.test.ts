@@ -7,6 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { EventBus, type Prefs } from '../../agent/core/event-bus.js';
 import { PREFS_FILE, PrefsError, PrefsStore } from '../../agent/localapi/prefs-store.js';
+import { HandlerMap } from '../../agent/localapi/handlers.js';
+import { registerPrefsHandlers } from '../../agent/localapi/prefs-handlers.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -65,5 +67,24 @@ describe('PrefsStore', () => {
     expect(store('not json').s.prefs()).toEqual({ autoUpload: true });
     expect(store('{"autoUpload": "off"}').s.prefs()).toEqual({ autoUpload: true });
     expect(store('{"autoUpload": false, "other": 1}').s.prefs()).toEqual({ autoUpload: false });
+  });
+});
+
+describe('PATCH /v1/prefs', () => {
+  it('a file system that refuses the write: the kind of its error and the file named, nothing changed', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'prefs-'));
+    dirs.push(dir);
+    // A state dir that is a regular file: ENOTDIR, a setting to fix (config, 409), not a full disk.
+    const notADir = path.join(dir, 'state');
+    writeFileSync(notADir, '');
+    const s = new PrefsStore(notADir, new EventBus());
+    s.start();
+    const routes = new HandlerMap();
+    registerPrefsHandlers(routes, s);
+    const m = routes.match('PATCH', '/v1/prefs');
+    if (m.kind !== 'found') throw new Error('PATCH /v1/prefs is not served');
+    const refused = await Promise.resolve(m.handler({ method: 'PATCH', path: '/v1/prefs', params: {}, query: new URLSearchParams(), body: { autoUpload: false } })).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ status: 409, kind: 'config', message: expect.stringContaining(path.join(notADir, PREFS_FILE)) });
+    expect(s.prefs()).toEqual({ autoUpload: true });
   });
 });
