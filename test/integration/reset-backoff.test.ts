@@ -4,7 +4,7 @@
 // built bundle against the fake cloud at --time-scale 600, the fault in the fake.
 import { describe, expect, it } from '@jest/globals';
 import { useCloudAndAgentDirs } from './setup.js';
-import { startAgent } from './agent-process.js';
+import { startAgent, waitFor } from './agent-process.js';
 
 const SCALE = 600;
 const fx = useCloudAndAgentDirs(SCALE);
@@ -19,6 +19,8 @@ describe('reset on one path while /health answers', () => {
     const from = cloud.journal.length;
     const agent = startAgent({ apiUrl: cloud.url, token: cloud.devices[0]!.accessToken, dirs, timeScale: SCALE });
     try {
+      // Ten agent minutes from the first check (a loaded machine may take a real second to start node).
+      await waitFor('the first device check', () => cloud.journal.slice(from).some((e) => e.path === '/v2/devices/me'), 15_000, 5);
       await sleep(agentMinutes(10));
       const seen = cloud.journal.slice(from);
       const n = (p: string): number => seen.filter((e) => e.path === p).length;
@@ -32,7 +34,7 @@ describe('reset on one path while /health answers', () => {
       agent.child.kill('SIGKILL');
       await agent.exited;
     }
-  }, 20_000);
+  }, 30_000);
 
   it('heartbeat: attempts spaced by the backoff (was 19 in 20 agent-min, 62.4 s apart)', async () => {
     const { cloud, dirs } = fx;
