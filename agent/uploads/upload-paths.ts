@@ -41,21 +41,41 @@ export async function resolveUploadPath(input: string, r: UploadRoots): Promise<
   if (base === undefined) return { ok: false, status: 403, reason: 'no media dir and no upload roots are configured: the daemon queues no file by path (set mediaDir or uploadRoots)' };
   if (input === '' || input.includes('\0')) return { ok: false, status: 400, reason: 'an empty path, or one with a NUL byte' };
   const given = path.resolve(base, input);
-  const root = roots.find((d) => inside(d, given) !== undefined);
-  if (root === undefined) return { ok: false, status: 403, reason: `${given} is outside the media dir and the upload roots (${roots.join(', ')})` };
+  const lexical = roots.find((d) => inside(d, given) !== undefined);
+  let root: string | undefined;
   let real: string;
-  let realRoot: string;
-  try {
-    realRoot = await fs.realpath(root);
-    real = await fs.realpath(given);
-  } catch (err) {
-    const code = codeOf(err);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, status: 404, reason: `${given} does not exist` };
-    if (code === 'ELOOP') return { ok: false, status: 403, reason: `${given}: a symbolic link loop` };
-    return { ok: false, status: 403, reason: `${given} cannot be resolved (${code})` };
+  let rel: string | undefined;
+  if (lexical !== undefined) {
+    root = lexical;
+    let realRoot: string;
+    try {
+      realRoot = await fs.realpath(root);
+      real = await fs.realpath(given);
+    } catch (err) {
+      const code = codeOf(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: false, status: 404, reason: `${given} does not exist` };
+      if (code === 'ELOOP') return { ok: false, status: 403, reason: `${given}: a symbolic link loop` };
+      return { ok: false, status: 403, reason: `${given} cannot be resolved (${code})` };
+    }
+    rel = inside(realRoot, real);
+    if (rel === undefined) return { ok: false, status: 403, reason: `${given} leads through a symbolic link out of ${root}` };
+  } else {
+    // Not under a root as written: taken when its resolved path lies in a resolved root (a media dir configured
+    // through a link, named by its real path). Whether such a path exists is not said: it is outside either way.
+    const outside: PathVerdict = { ok: false, status: 403, reason: `${given} is outside the media dir and the upload roots (${roots.join(', ')})` };
+    const resolved = await fs.realpath(given).catch(() => undefined);
+    if (resolved === undefined) return outside;
+    real = resolved;
+    for (const d of roots) {
+      const realRoot = await fs.realpath(d).catch(() => undefined);
+      rel = realRoot === undefined ? undefined : inside(realRoot, real);
+      if (rel !== undefined) {
+        root = d;
+        break;
+      }
+    }
+    if (root === undefined || rel === undefined) return outside;
   }
-  const rel = inside(realRoot, real);
-  if (rel === undefined) return { ok: false, status: 403, reason: `${given} leads through a symbolic link out of ${root}` };
   let handle: fs.FileHandle | undefined;
   try {
     handle = await fs.open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);

@@ -67,4 +67,16 @@ describe('resolveUploadPath', () => {
     expect(await resolveUploadPath('../media/..x.mp4', roots())).toMatchObject({ ok: true });
     expect(await resolveUploadPath('..', roots())).toMatchObject({ ok: false, status: 403 });
   });
+
+  it('a media dir configured through a link takes a file named by its real path too, named as the watcher names it (the docs: the resolved path inside the resolved root)', async () => {
+    const viaLink = path.join(top, 'sd');
+    symlinkSync(media, viaLink);
+    const r = { roots: [viaLink, extra], channelKeys: ['cam1'] };
+    expect(await resolveUploadPath(path.join(media, 'a.mp4'), r)).toMatchObject({ ok: true, file: { path: path.join(viaLink, 'a.mp4'), size: 4 } });
+    expect(await resolveUploadPath(path.join(media, 'cam1', 'b.mov'), r)).toMatchObject({ ok: true, file: { path: path.join(viaLink, 'cam1', 'b.mov'), channelKey: 'cam1' } });
+    expect(await resolveUploadPath(path.join(viaLink, 'a.mp4'), r)).toMatchObject({ ok: true, file: { path: path.join(viaLink, 'a.mp4') } });
+    expect(await resolveUploadPath('a.mp4', r)).toMatchObject({ ok: true, file: { path: path.join(viaLink, 'a.mp4') } });
+    // Still nothing outside: the real path of the secret lies in no resolved root.
+    expect(await resolveUploadPath(secret, r)).toMatchObject({ ok: false, status: 403 });
+  });
 });
