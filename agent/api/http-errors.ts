@@ -232,8 +232,8 @@ export function certificateDatesError(what: string, code: string, offsetMs: numb
   });
 }
 
-/** A request that never produced a usable HTTP answer. */
-export function networkError(what: string, err: unknown, timeoutMs: number, localWallMs = Date.now()): AgentError {
+/** A request that never produced a usable HTTP answer. `localWallMs`: this unit's wall time (the Clock's wallNow()), what a certificate's dates are held against. */
+export function networkError(what: string, err: unknown, timeoutMs: number, localWallMs: number): AgentError {
   const e = (err ?? {}) as { code?: unknown; name?: unknown; event?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : 'ERR_NETWORK';
   const tls = tlsError(what, code, typeof e.message === 'string' ? e.message : '', localWallMs);

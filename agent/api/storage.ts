@@ -272,7 +272,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
           return fail(new AgentError('internal', oneLine(`${what}: reading the chunk failed (${code})`), { source: what }));
         }
         dropIdleSockets([agents.http, agents.https]);
-        fail(networkError(what, err, (typeof e.event === 'string' ? phases[e.event] : undefined) ?? inactivityMs));
+        fail(networkError(what, err, (typeof e.event === 'string' ? phases[e.event] : undefined) ?? inactivityMs, clock.wallNow()));
       });
       // A 101 is no storage answer: without this, got would never settle the PUT.
       refuseUpgrade(stream, what, fail);

@@ -186,14 +186,14 @@ describe('legacy error body', () => {
 describe('network errors', () => {
   test('keeps the code and never the got options (which hold the bearer header)', () => {
     const gotLike = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED', options: { headers: { authorization: 'Bearer x' } } });
-    const err = networkError('GET /v2/devices/me', gotLike, 30000);
+    const err = networkError('GET /v2/devices/me', gotLike, 30000, Date.now());
     expect(err).toMatchObject({ kind: 'network', details: { code: 'ECONNREFUSED' } });
     expect(err.exitCode).toBe(69);
     expect(JSON.stringify(err.details)).not.toContain('Bearer');
   });
 
   test('timeouts name the limit in agent seconds', () => {
-    const err = networkError('GET /x', Object.assign(new Error('t'), { name: 'TimeoutError', code: 'ETIMEDOUT', event: 'request' }), 30000);
+    const err = networkError('GET /x', Object.assign(new Error('t'), { name: 'TimeoutError', code: 'ETIMEDOUT', event: 'request' }), 30000, Date.now());
     expect(err.message).toContain('within 30 s');
     expect(err.details.code).toBe('ETIMEDOUT');
   });

@@ -97,6 +97,20 @@ describe('trust', () => {
     expect(refused.kind).toBe('tls');
   });
 
+  it("storage dates a certificate failure by the agent's Clock (wallNow), as the service API does, not by the process's own Date", async () => {
+    cloud.control.serveCertificate({ kind: 'expired' });
+    const clock = new (class extends SystemClock {
+      override wallNow(): number {
+        return Date.UTC(2031, 0, 2);
+      }
+    })(1);
+    const s = createStorageClient({ clock, extraCas: extraCas() });
+    clients.push(s);
+    const e = await failure(s.put({ url: `${cloud.url}/health`, body: Buffer.from('x'), length: 1, contentType: 'video/mp4' }));
+    expect(e.kind).toBe('tls');
+    expect(e.message).toContain('(2031-01-02T00:00:00.000Z)');
+  });
+
   it('a CA file that holds no certificate is one line naming the file, exit 78', () => {
     const bad = join(dir, 'not-a-ca.pem');
     writeFileSync(bad, 'hello\n');
