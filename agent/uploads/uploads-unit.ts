@@ -200,7 +200,7 @@ export class UploadsUnit implements DaemonUnit {
           out.push({ path: p.path, id: again.id, duplicate: true });
           continue;
         }
-        const existing = this.existing(p);
+        const existing = this.existing(p) ?? this.recordingFor(p);
         if (existing !== undefined) {
           if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
           out.push({ path: p.path, id: existing.id, duplicate: true });
@@ -218,6 +218,21 @@ export class UploadsUnit implements DaemonUnit {
     });
     this.work = run.then(() => undefined, () => undefined);
     return run;
+  }
+
+  /**
+   * The real-time item standing for a file asked for by hand, by its finished
+   * name or its working name (`.part`), the same inode: while it records or
+   * finishes, or cancelled or refused (recordingTaken's rule). Without this, a
+   * clip asked for just after its rename went twice: whole, and in real time.
+   */
+  private recordingFor(p: UploadPayload): OutboxItem | undefined {
+    return this.d.outbox.items().find((i) => {
+      if (i.kind !== REALTIME_KIND) return false;
+      const r = i.payload as RealtimePayload;
+      // Asked for by its working name, it is compared under the recording's finished name.
+      return this.recordingTaken({ ino: p.ino, dev: p.dev, finalPath: p.path === r.path ? r.finalPath : p.path }, i);
+    });
   }
 
   /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
@@ -342,8 +357,8 @@ export class UploadsUnit implements DaemonUnit {
    * queue remembers it). One that ended otherwise (the file shrank, it outgrew
    * the parts) handed the file back to go whole, which must not be stopped here.
    */
-  private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>): boolean {
-    return this.d.outbox.items().some(
+  private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>, only?: OutboxItem): boolean {
+    return (only === undefined ? this.d.outbox.items() : [only]).some(
       (i) =>
         i.kind === REALTIME_KIND &&
         sameRecording(i.payload as RealtimePayload, p) &&

@@ -116,4 +116,32 @@ describe('UploadsUnit: real-time uploads', () => {
     expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND, UPLOAD_KIND]);
     await unit.stop();
   });
+
+  it('a recording asked for by hand (its finished name or its .part) is the recording: its id, duplicate, never a second asset', async () => {
+    // Before: POST /v1/uploads of take.mov just after the rename, while the real-time item finished it, queued a whole upload beside it.
+    const { items, bus, unit } = rig();
+    unit.start();
+    await settle();
+    bus.emit('mediaFileGrowing', { file: growing });
+    await until('the recording queued', () => items.length > 0);
+    const id = items[0]!.id;
+    const part: UploadPayload = { path: growing.path, name: 'take.mov.part', filetype: 'application/octet-stream', size: 300, mtimeMs: 5, ino: 42, dev: 1 };
+    expect(await unit.queueByHand([finished, part], true)).toEqual([
+      { path: finished.path, id, duplicate: true },
+      { path: part.path, id, duplicate: true },
+    ]);
+    expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND]);
+    // Asked for high: the recording is raised, as a queued duplicate is.
+    expect(items[0]!.urgent).toBe(true);
+    // Cancelled: still the recording's id, nothing queued.
+    expect(await unit.cancel(id)).toBe('cancelled');
+    expect(await unit.queueByHand([finished], false)).toEqual([{ path: finished.path, id, duplicate: true }]);
+    expect(items).toHaveLength(1);
+    // Ended otherwise (handed back to go whole): asking for the file queues it.
+    items[0]!.reason = 'the recording shrank below parts already sent: not uploaded in real time; it goes as a whole file once finished';
+    const [again] = await unit.queueByHand([finished], false);
+    expect(again).toMatchObject({ path: finished.path, duplicate: false });
+    expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND, UPLOAD_KIND]);
+    await unit.stop();
+  });
 });
