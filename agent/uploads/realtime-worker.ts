@@ -40,7 +40,7 @@ import { classify, type Outcome } from '../outbox/outcome.js';
 import type { OutboxItem } from '../outbox/types.js';
 import { PAUSED_REFUSED, type FileIdentity } from './upload-item.js';
 import { writeUploadRequest } from './upload-request.js';
-import { UPLOAD_LIFETIME_MS } from './upload-worker.js';
+import { TEMPORARY_OPEN_ERRORS, UPLOAD_LIFETIME_MS } from './upload-worker.js';
 import { PART_HASH, partHasher, type PartHasher } from './part-hash.js';
 import { REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
 
@@ -171,7 +171,8 @@ export class RealtimeWorker implements Worker {
       } catch (err) {
         const code = fsCode(err);
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
-        if (code === 'EMFILE' || code === 'ENFILE' || code === 'EAGAIN' || code === 'EBUSY') throw new AgentError('network', fsError(err, 'open the recording', file).message);
+        // Short of descriptors for a moment: tried again, with the file system's own kind (disk), not called a network failure.
+        if (TEMPORARY_OPEN_ERRORS.has(code ?? '')) throw new Stop({ result: 'retry', error: fsError(err, 'open the recording', file) });
         throw new Stop({ result: 'dead', reason: fsError(err, 'read the recording', file).message });
       }
       const st = await fh.stat();

@@ -38,7 +38,7 @@ import { NotRegular, PinnedFile, VersionChanged, nodeUploadFiles, readAt, xorInt
 export const UPLOAD_LIFETIME_MS = 24 * 3600 * 1000;
 
 /** Open errors that say this process is short of something for a moment, not that the file is bad. */
-const TEMPORARY = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY']);
+export const TEMPORARY_OPEN_ERRORS: ReadonlySet<string> = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EBUSY']);
 
 export interface UploadWorkerDeps {
   assets: Pick<AssetEndpoints, 'create'>;
@@ -104,7 +104,7 @@ export class UploadWorker implements Worker {
     if (err instanceof NotRegular) return dead(`${quotePath(p.path)} ${err.message}: not uploaded`);
     const code = fsCode(err) ?? 'error';
     if (code === 'ENOENT' || code === 'ENOTDIR') return dead(`the file is gone (${code}): ${p.path}`);
-    if (TEMPORARY.has(code)) return { result: 'retry', error: fsError(err, 'open the file to upload', p.path) };
+    if (TEMPORARY_OPEN_ERRORS.has(code)) return { result: 'retry', error: fsError(err, 'open the file to upload', p.path) };
     return dead(fsError(err, 'read the file to upload', p.path).message);
   }
 

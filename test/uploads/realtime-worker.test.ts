@@ -4,7 +4,8 @@
 // ends (renamed, gone, left unwritten past the bound, settled in place), the
 // paused service, a 401, a resume that sends no recorded part again, a part
 // rewritten after it went, and a file that shrank.
-import { afterAll, describe, expect, test } from '@jest/globals';
+import { afterAll, describe, expect, jest, test } from '@jest/globals';
+import { promises as fsp } from 'node:fs';
 import { appendFileSync, existsSync, mkdtempSync, openSync, readdirSync, closeSync, readSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -252,5 +253,20 @@ describe('RealtimeWorker', () => {
     expect(out.result).toBe('dead');
     expect((out as { reason: string }).reason).toMatch(/shrank/);
     expect(readdirSync(path.join(r.dir, 'queue', 'incoming'))).toHaveLength(1);
+  });
+
+  test('a recording that cannot be opened for want of descriptors is tried again, with the file system kind and the file named', async () => {
+    const r = rig();
+    const part = path.join(r.dir, 'busy.mov.part');
+    writeFileSync(part, chars('a', P));
+    const it = r.item(part, path.join(r.dir, 'busy.mov'));
+    const open = jest.spyOn(fsp, 'open').mockRejectedValueOnce(Object.assign(new Error('EMFILE: too many open files'), { code: 'EMFILE', errno: -24, syscall: 'open', path: part }));
+    try {
+      const out = await r.worker.run(it, new AbortController().signal);
+      expect(out).toMatchObject({ result: 'retry', error: { kind: 'disk', message: expect.stringContaining(part) } });
+      expect(r.creates()).toBe(0);
+    } finally {
+      open.mockRestore();
+    }
   });
 });
