@@ -147,8 +147,11 @@ export class LocalApiServer {
 
   private admit(socket: Socket): void {
     if (this.conns.size >= this.limits.maxConnections) {
-      // Make room by dropping the oldest connection that is waiting for nothing; a Map keeps insertion order.
-      const idle = [...this.conns.entries()].find(([, c]) => c.busy === 0 && !c.streaming)?.[0];
+      // Make room by dropping the oldest connection that is waiting for nothing (a Map keeps insertion order):
+      // first one that never sent a byte, so a flood of empty connections cannot push out a client whose
+      // request is already on its way but not yet parsed.
+      const waiting = [...this.conns.entries()].filter(([, c]) => c.busy === 0 && !c.streaming).map(([s]) => s);
+      const idle = waiting.find((s) => s.bytesRead === 0) ?? waiting[0];
       if (idle !== undefined) idle.destroy();
       else {
         socket.end(rawError(503, 'unavailable', `too many connections to the local API (${this.limits.maxConnections} busy); try again`));

@@ -10,6 +10,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { LOCAL_API } from '../../agent/lib/timing.js';
 import { startAgent, waitFor } from './agent-process.js';
 import { startUploadAgent, useUploadRigs } from './uploads-harness.js';
 
@@ -91,13 +92,21 @@ describe('local API: hostile clients', () => {
       flood.write('GET /v1/status HTTP/1.1\r\nhost: x\r\n\r\n'.repeat(20_000));
     });
 
-    // A thousand idle connections.
+    // A thousand idle connections. Each one over the cap makes the daemon drop an older idle one; the
+    // requests below go once the daemon has taken them all (on a loaded machine its accepts lag behind).
     const idle: net.Socket[] = [];
+    let connected = 0;
+    let failed = 0;
+    let dropped = 0;
     for (let i = 0; i < 1_000; i++) {
       const s = net.createConnection(sock);
-      s.on('error', () => undefined);
+      let up = false;
+      s.on('connect', () => ((up = true), connected++));
+      s.on('error', () => failed++);
+      s.on('close', () => up && dropped++);
       idle.push(s);
     }
+    await waitFor('the idle connections taken', () => connected + failed >= 1_000 && dropped >= connected - LOCAL_API.maxConnections, 20_000, 20);
     // A head a byte at a time, never finished in time.
     const slow = net.createConnection(sock);
     slow.on('error', () => undefined);

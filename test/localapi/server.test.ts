@@ -273,6 +273,32 @@ describe('local API server', () => {
     for (const s of idle) s.destroy();
   });
 
+  it('over the cap, a connection that never sent a byte makes room before one whose request is on its way', async () => {
+    await serve({ maxConnections: 4 });
+    // The oldest connection has sent part of a head: a request on its way, not yet parsed.
+    const started = net.createConnection(sock);
+    started.on('error', () => undefined);
+    let answer = '';
+    started.on('data', (c) => (answer += c.toString()));
+    await new Promise<void>((r) => started.on('connect', () => r()));
+    started.write('GET /v1/status HTTP/1.1\r\nhost: x\r\n');
+    await waitFor(() => server.connections === 1);
+    await new Promise((r) => setTimeout(r, 50)); // the server has read those bytes
+    const empty: net.Socket[] = [];
+    for (let i = 0; i < 10; i++) {
+      const s = net.createConnection(sock);
+      s.on('error', () => undefined);
+      empty.push(s);
+      await new Promise<void>((r) => s.on('connect', () => r()));
+    }
+    await waitFor(() => empty.filter((s) => s.destroyed).length >= 7);
+    expect(started.destroyed).toBe(false);
+    started.write('connection: close\r\n\r\n');
+    await new Promise<void>((r) => started.on('close', () => r()));
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    for (const s of empty) s.destroy();
+  });
+
   it('a connection that sends nothing is dropped after the idle time', async () => {
     await serve({ idleTimeoutMs: 300 });
     const s = net.createConnection(sock);
