@@ -210,10 +210,10 @@ export async function convergeAndAudit(rig: Rig, tracker: QueueTracker, final: C
     expect(new Set(atService.map((c) => c.id)).size).toBe(atService.length);
 
     // The record (channels --json, its own process) agrees with the service. The command asks the
-    // service once, with the agent's timeouts at this scale (100 real ms at 300): on a loaded
-    // machine it may answer "service: unknown", and is asked again.
+    // service once, at scale 1: at the rig's scale its request has 100 real ms, which a loaded
+    // machine's fresh process and TLS handshake outlast. Asked again if it still says "service: unknown".
     const ch = await waitFor('channels --json with the service reachable', async () => {
-      const r = await cli(rig, ['channels']).catch(() => undefined);
+      const r = await cli(rig, ['channels'], 1).catch(() => undefined);
       return (r?.json.service as { reachable?: boolean } | undefined)?.reachable === true ? r : undefined;
     }, 20_000, 200);
     const rows = ch.json.channels as Array<{ key: string; detected: boolean; recordedId: string | null; service: { id: string } | null }>;

@@ -104,15 +104,20 @@ export interface CliResult {
   stderr: string;
 }
 
-/** `c2c-agent <args> --json` as its own process, with the daemon's dirs, API URL, host root and firmware. */
-export function cli(rig: Rig, args: string[]): Promise<CliResult> {
+/**
+ * `c2c-agent <args> --json` as its own process, with the daemon's dirs, API URL, host root and
+ * firmware. `timeScale` is the rig's by default; a command that asks the service itself (channels)
+ * may be given 1: at the rig's scale its request has a few real milliseconds (100 at 300), which a
+ * fresh process's TLS handshake on a loaded machine outlasts.
+ */
+export function cli(rig: Rig, args: string[], timeScale = rig.scale): Promise<CliResult> {
   return new Promise((res, reject) => {
     const child = spawn(process.execPath, [BUNDLE, ...args, '--json'], {
       env: cleanEnv({
         C2C_API_URL: rig.cloud.url,
         C2C_STATE_DIR: rig.dirs.stateDir,
         C2C_RUNTIME_DIR: rig.dirs.runtimeDir,
-        C2C_TIME_SCALE: String(rig.scale),
+        C2C_TIME_SCALE: String(timeScale),
         C2C_HOST_ROOT: rig.host,
         C2C_FIRMWARE_VERSION: FIRMWARE,
         C2C_CLIENT_ID: rig.device.clientId,
