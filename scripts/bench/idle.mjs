@@ -5,7 +5,9 @@
 //
 // What is measured, and why this is an honest comparison:
 // - RSS: VmRSS of the agent at --time-scale N right after its 10th heartbeat
-//   at the referee, vs the bare process's VmRSS at the same moment. Over
+//   at the referee, vs the bare process's VmRSS at the same moment. Both run
+//   with the systemd unit's NODE_OPTIONS, as a camera runs the agent (beside
+//   them, an agent and a bare process without those flags, for comparison). Over
 //   HTTPS, as the service is (the fake's CA through NODE_EXTRA_CA_CERTS, the
 //   store a unit talking to a public certificate uses); beside it the same
 //   figure for an agent over plain HTTP and one trusting the CA with caFile,
@@ -40,6 +42,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { agent, bareNode, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
 import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
+import { unitNodeOptions } from '../bench-upload-helpers.mjs';
 
 export const RSS_RATIO_GOAL = 1.3;
 export const GROWTH_GOAL_MIB = 2;
@@ -92,28 +95,33 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   writeFileSync(probe, GC_PROBE);
   writeFileSync(gcOut, '');
 
-  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 4), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
-  const bare = bareNode();
+  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 5), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
+  // As the unit runs it: its node flags for every agent and for the bare baseline.
+  const unit = { NODE_OPTIONS: unitNodeOptions(root) };
+  const bare = bareNode(unit);
   const launchedAt = Date.now();
   // As under systemd (STATUS= lines on every state change), no watchdog.
-  const aFast = agent(fast, scale, 'fast', { env: { NOTIFY_SOCKET: nFast.sock } });
-  const aGc = agent(fast, scale, 'gc-diagnostic', { deviceIndex: 1, nodeArgs: ['--expose-gc', '--import', probe], env: { BENCH_GC_OUT: gcOut } });
-  const aSlow = agent(slow, 1, 'slow');
+  const aFast = agent(fast, scale, 'fast', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  const aGc = agent(fast, scale, 'gc-diagnostic', { deviceIndex: 1, nodeArgs: ['--expose-gc', '--import', probe], env: { ...unit, BENCH_GC_OUT: gcOut } });
+  const aSlow = agent(slow, 1, 'slow', { env: unit });
   // The same daemon over plain HTTP on loopback, and trusting the CA with caFile: what TLS and caFile cost.
   // Under the same notify socket as the first: STATUS= lines run systemd-notify children, and differ in nothing else.
-  const aPlain = agent(plain, scale, 'plain-http', { env: { NOTIFY_SOCKET: nFast.sock } });
-  const aCaFile = agent(fast, scale, 'ca-file', { deviceIndex: 3, trust: 'caFile', env: { NOTIFY_SOCKET: nFast.sock } });
+  const aPlain = agent(plain, scale, 'plain-http', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  const aCaFile = agent(fast, scale, 'ca-file', { deviceIndex: 3, trust: 'caFile', env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  // Without the unit's node flags (node's defaults), beside a bare process without them: what the flags do.
+  const bareDefault = bareNode();
+  const aDefault = agent(fast, scale, 'no-flags', { deviceIndex: 4, env: { NOTIFY_SOCKET: nFast.sock } });
   // Scale 1 with a 1 s watchdog: the price of one WATCHDOG=1 ping.
-  const aSd = agent(slow, 1, 'sd', { env: { NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
+  const aSd = agent(slow, 1, 'sd', { env: { ...unit, NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
   // The same as aFast, with a UI attached to its local API: one events reader for the whole run.
-  const aApi = agent(fast, scale, 'api-client', { deviceIndex: 2, env: { NOTIFY_SOCKET: nFast.sock } });
+  const aApi = agent(fast, scale, 'api-client', { deviceIndex: 2, env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
   const reader = await eventsClient(path.join(tmp, 'api-client', 'run', 'api.sock'));
 
   await waitHeartbeats(slow, 1, 20_000);
-  await Promise.all([waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000), waitHeartbeats(plain, 10, (10 * 300 * 1000) / scale + 20_000), waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000, 3)]);
-  const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid), plain: rssKiB(aPlain.pid), caFile: rssKiB(aCaFile.pid) };
-  // Only the HTTPS agents run on: the 24-hour window and the CPU figures are theirs.
-  for (const c of [aPlain, aCaFile]) endChild(c);
+  await Promise.all([waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000), waitHeartbeats(plain, 10, (10 * 300 * 1000) / scale + 20_000), waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000, 3), waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000, 4)]);
+  const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid), plain: rssKiB(aPlain.pid), caFile: rssKiB(aCaFile.pid), noFlags: rssKiB(aDefault.pid), bareNoFlags: rssKiB(bareDefault.pid) };
+  // Only the HTTPS agents with the unit's flags run on: the 24-hour window and the CPU figures are theirs.
+  for (const c of [aPlain, aCaFile, aDefault, bareDefault]) endChild(c);
   await waitHeartbeats(fast, 10, 20_000, 2);
   at10.api = rssKiB(aApi.pid);
   reader.close();
@@ -167,9 +175,10 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const liveEnd = lastThird(gcSamples.map((s) => s.heapUsed / MiB));
   const span = `${hours} agent hours`;
   const rows = [
-    row('idle RSS after 10 heartbeats (HTTPS)', { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
+    row("idle RSS after 10 heartbeats (HTTPS, the unit's node flags)", { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
     row('idle RSS after 10 heartbeats, plain HTTP (loopback)', { agent: `${fmt(at10.plain / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.plain / at10.bare, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats, HTTPS trusting caFile', { agent: `${fmt(at10.caFile / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.caFile / at10.bare, goal: 'none (for comparison)' }),
+    row("idle RSS after 10 heartbeats (HTTPS), without the unit's node flags", { agent: `${fmt(at10.noFlags / 1024, 1)} MiB`, baseline: `${fmt(at10.bareNoFlags / 1024, 1)} MiB bare node without them`, ratio: at10.noFlags / at10.bareNoFlags, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', { agent: `${fmt(at10.api / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (socket served, no client)`, ratio: `${signed((at10.api - at10.agent) / 1024)} MiB`, goal: `<= +${API_CLIENT_GOAL_MIB} MiB`, pass: (at10.api - at10.agent) / 1024 <= API_CLIENT_GOAL_MIB }),
     row(`idle RSS after ${span}`, { agent: `${fmt(end.agent, 1)} MiB`, baseline: `${fmt(end.bare, 1)} MiB bare node`, ratio: end.agent / end.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: end.agent / end.bare <= RSS_RATIO_GOAL }),
     row(`RSS growth over ${span}`, { agent: `${signed(growth.agent)} MiB`, baseline: `${signed(growth.bare)} MiB bare node`, ratio: `${signed(growth.agent - growth.bare)} MiB`, goal: `< ${GROWTH_GOAL_MIB} MiB`, pass: growth.agent < GROWTH_GOAL_MIB }),

@@ -58,7 +58,8 @@ export function launch(args, env = {}) {
   return child;
 }
 
-export const bareNode = () => launch(['-e', 'setInterval(() => {}, 1000)']);
+/** A bare node process doing nothing, the baseline; `env` as an agent's (NODE_OPTIONS: the same node flags). */
+export const bareNode = (env = {}) => launch(['-e', 'setInterval(() => {}, 1000)'], env);
 
 /**
  * The built fake cloud on ephemeral ports: { child, url, adminUrl, caFile, devices }.
