@@ -36,6 +36,8 @@ export class PrefsStore implements DaemonUnit {
     private readonly stateDir: string,
     private readonly bus: EventBus,
     private readonly logger?: Logger,
+    /** How the file is written: writeFileAtomic, or a test's wrapper around it. */
+    private readonly write: typeof writeFileAtomic = writeFileAtomic,
   ) {}
 
   get file(): string {
@@ -91,20 +93,36 @@ export class PrefsStore implements DaemonUnit {
    * Applies a PATCH: every field known and of the right type, or a
    * PrefsError naming the bad one and nothing changed. Written and
    * published only when something changed.
+   *
+   * PATCHes apply one at a time, in the order they came: the new value and
+   * the "nothing changed" check are taken from the value the previous PATCH
+   * left, inside the same chain as its write and event (taken before that
+   * write finished, a true sent just after a false was "no change" against
+   * the old true, and the false then stayed). Each answer is the value just
+   * after its own PATCH.
    */
   async update(patch: unknown): Promise<Prefs> {
     if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) throw new PrefsError('the body must be a JSON object, such as {"autoUpload": false}');
-    const next: Prefs = { ...this.current };
+    const changes: Partial<Prefs> = {};
     for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
       if (!Object.hasOwn(FIELDS, k)) throw new PrefsError(`unknown preference ${JSON.stringify(k)}; known: ${Object.keys(FIELDS).join(', ')}`);
       const check = FIELDS[k as keyof Prefs];
       if (!check(v)) throw new PrefsError(`preference ${k} must be a boolean, not ${JSON.stringify(v)}`);
-      (next as unknown as Record<string, unknown>)[k] = v;
+      (changes as Record<string, unknown>)[k] = v;
     }
+    const run = this.writing.then(() => this.apply(changes));
+    this.writing = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    return run;
+  }
+
+  /** One PATCH, in its turn in the chain: compare with the value now, write, then take and publish it. */
+  private async apply(changes: Partial<Prefs>): Promise<Prefs> {
+    const next: Prefs = { ...this.current, ...changes };
     if ((Object.keys(next) as Array<keyof Prefs>).every((k) => next[k] === this.current[k])) return this.prefs();
-    const run = this.writing.then(() => writeFileAtomic(this.file, `${JSON.stringify(next)}\n`, { mode: 0o600 }));
-    this.writing = run.catch(() => undefined);
-    await run;
+    await this.write(this.file, `${JSON.stringify(next)}\n`, { mode: 0o600 });
     this.current = next;
     this.logger?.info({ prefs: next }, 'preferences changed');
     this.bus.emit('prefsChanged', { prefs: this.prefs() });

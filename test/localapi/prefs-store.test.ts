@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import os from 'node:os';
 import path from 'node:path';
 import { EventBus, type Prefs } from '../../agent/core/event-bus.js';
+import { writeFileAtomic } from '../../agent/lib/atomic-write.js';
 import { PREFS_FILE, PrefsError, PrefsStore } from '../../agent/localapi/prefs-store.js';
 import { HandlerMap } from '../../agent/localapi/handlers.js';
 import { registerPrefsHandlers } from '../../agent/localapi/prefs-handlers.js';
@@ -22,9 +23,14 @@ function store(content?: string) {
   const bus = new EventBus();
   const seen: Prefs[] = [];
   bus.on('prefsChanged', seen, ({ prefs }) => seen.push(prefs));
-  const s = new PrefsStore(dir, bus);
+  // The real atomic write, counted: what each write put in the file.
+  const writes: unknown[] = [];
+  const s = new PrefsStore(dir, bus, undefined, async (file, data, options) => {
+    writes.push(JSON.parse(String(data)));
+    await writeFileAtomic(file, data, options);
+  });
   s.start();
-  return { s, dir, seen, file: path.join(dir, PREFS_FILE) };
+  return { s, dir, seen, writes, file: path.join(dir, PREFS_FILE) };
 }
 
 describe('PrefsStore', () => {
@@ -50,6 +56,28 @@ describe('PrefsStore', () => {
     const again = new PrefsStore(dir, new EventBus());
     again.start();
     expect(again.prefs()).toEqual({ autoUpload: false });
+  });
+
+  it('PATCHes sent together, none awaited before the next, apply in order: each answers its own result, the last one wins in memory and on disk, one write per change', async () => {
+    // The audit's case: false then true before the first write finished. The second was compared with the
+    // value before the first (true), found "nothing changed", and the first's write then left false.
+    const a = store();
+    const answers = await Promise.all([a.s.update({ autoUpload: false }), a.s.update({ autoUpload: true })]);
+    expect(answers).toEqual([{ autoUpload: false }, { autoUpload: true }]);
+    expect(a.s.prefs()).toEqual({ autoUpload: true });
+    expect(JSON.parse(readFileSync(a.file, 'utf8'))).toEqual({ autoUpload: true });
+    expect(a.writes).toEqual([{ autoUpload: false }, { autoUpload: true }]);
+    expect(a.seen).toEqual([{ autoUpload: false }, { autoUpload: true }]);
+
+    // More of them, with repeats and an empty PATCH: a write (and an event) only where the value changes.
+    const b = store();
+    const patches = [{ autoUpload: false }, { autoUpload: false }, {}, { autoUpload: true }, { autoUpload: true }, { autoUpload: false }];
+    const results = await Promise.all(patches.map((p) => b.s.update(p)));
+    expect(results).toEqual([false, false, false, true, true, false].map((autoUpload) => ({ autoUpload })));
+    expect(b.s.prefs()).toEqual({ autoUpload: false });
+    expect(JSON.parse(readFileSync(b.file, 'utf8'))).toEqual({ autoUpload: false });
+    expect(b.writes).toEqual([{ autoUpload: false }, { autoUpload: true }, { autoUpload: false }]);
+    expect(b.seen).toEqual(b.writes);
   });
 
   it('a PATCH with an unknown field or a wrong type is refused whole, naming it; nothing changes', async () => {
