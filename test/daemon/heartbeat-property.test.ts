@@ -6,6 +6,7 @@ import { EventBus } from '../../agent/core/event-bus.js';
 import { describe, expect, it } from '@jest/globals';
 import fc from 'fast-check';
 import { FakeClock } from '../support/fake-clock.js';
+import { soak } from '../support/soak.js';
 import { HeartbeatScheduler } from '../../agent/daemon/heartbeat/scheduler.js';
 import { boundsOf, type AttemptRecord } from '../../agent/daemon/heartbeat/policy.js';
 import { HEARTBEAT_WINDOW_SECONDS } from '../../agent/lib/timing.js';
@@ -208,8 +209,12 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
 });
 
 const HOURS_PER_RUN = 120;
-const RUNS = 30;
-const CONTROLLER_RUNS = 12;
+// Sizes from test/support/soak.ts (npm test runs fewer than npm run test:soak); fast-check draws new scenarios every run.
+const sizes = soak('heartbeat spacing property', ['propertyRuns', 'propertyControllerRuns'], { random: false });
+const RUNS = sizes.figure('propertyRuns');
+const CONTROLLER_RUNS = sizes.figure('propertyControllerRuns');
+/** A bound against a hang, not a speed test: a run of 120 hours takes about 1.5 CPU s here, several beside a second worker. */
+const PER_RUN_MS = 10_000;
 
 describe('heartbeat spacing invariants (property)', () => {
   it(`hold through ${RUNS} x ${HOURS_PER_RUN} simulated hours of random faults, restarts and clock jumps`, async () => {
@@ -230,7 +235,7 @@ describe('heartbeat spacing invariants (property)', () => {
     expect(hours).toBeGreaterThanOrEqual(RUNS * HOURS_PER_RUN);
     // Shown in the test output for the record: the scale of what was checked.
     process.stdout.write(`property: ${hours} simulated hours, ${heartbeats} heartbeats checked\n`);
-  }, 60_000);
+  }, RUNS * PER_RUN_MS);
 
   it(`hold with the controller driving (401 -> needs-pairing, re-pairing, re-verify): ${CONTROLLER_RUNS} x ${HOURS_PER_RUN} hours`, async () => {
     let hours = 0;
@@ -251,7 +256,7 @@ describe('heartbeat spacing invariants (property)', () => {
       { numRuns: CONTROLLER_RUNS },
     );
     process.stdout.write(`property (controller): ${hours} simulated hours\n`);
-  }, 60_000);
+  }, CONTROLLER_RUNS * PER_RUN_MS);
 
   it('service up, /health OK, calls reset at the network level: retries follow the backoff, never ~62 s apart for long', async () => {
     const resetArb = fc.record({

@@ -21,12 +21,14 @@ export interface SoakFigure {
 
 /** Every soak figure, by the test that uses it. */
 export const SOAK_FIGURES = {
-  channelKills: { variable: 'C2C_SOAK_CHANNEL_KILLS', quick: 45, full: 200, what: 'SIGKILLs while the service refuses connections (channels-crash.test.ts)' },
-  channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 30, full: 90, what: 'SIGKILLs aimed at outbox writes and channel calls (channels-crash-online.test.ts)' },
-  uploadKills: { variable: 'C2C_SOAK_UPLOAD_KILLS', quick: 30, full: 100, what: 'SIGKILLs during uploads of 15 clips (uploads-crash.test.ts)' },
-  refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 30, full: 100, what: 'token refreshes with SIGKILLs aimed at them (refresh-crash.test.ts)' },
-  rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 6, full: 24, what: 'agent hours of token rotation (refresh.test.ts)' },
+  channelKills: { variable: 'C2C_SOAK_CHANNEL_KILLS', quick: 20, full: 200, what: 'SIGKILLs while the service refuses connections (channels-crash.test.ts)' },
+  channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 12, full: 90, what: 'SIGKILLs aimed at outbox writes and channel calls (channels-crash-online.test.ts)' },
+  uploadKills: { variable: 'C2C_SOAK_UPLOAD_KILLS', quick: 12, full: 100, what: 'SIGKILLs during uploads of 15 clips (uploads-crash.test.ts)' },
+  refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 15, full: 100, what: 'token refreshes with SIGKILLs aimed at them (refresh-crash.test.ts)' },
+  rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 3, full: 24, what: 'agent hours of token rotation (refresh.test.ts)' },
   rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 1, what: 'the token lifetime in the rotation, hours (refresh.test.ts)' },
+  propertyRuns: { variable: 'C2C_SOAK_PROPERTY_RUNS', quick: 10, full: 30, what: 'runs of 120 simulated hours of faults, restarts and clock jumps (heartbeat-property.test.ts)' },
+  propertyControllerRuns: { variable: 'C2C_SOAK_PROPERTY_CONTROLLER_RUNS', quick: 4, full: 12, what: 'runs of 120 simulated hours with the controller driving (heartbeat-property.test.ts)' },
   rotationScale: { variable: 'C2C_SOAK_ROTATION_SCALE', quick: 500, full: 500, what: 'the rotation\'s --time-scale (refresh.test.ts)' },
 } as const satisfies Record<string, SoakFigure>;
 
