@@ -35,8 +35,8 @@ export const SETTING_ROWS = {
     value: 'URL',
     env: 'C2C_API_URL',
     configKey: 'apiUrl',
-    default: 'required for `check` and `run`; `https://`, or `http://` on loopback only; a path prefix is fine, a query, fragment or user:password is refused',
-    help: "the service's base URL (https://, or http:// on loopback)",
+    default: 'none: required by every command that talks to the service; `https://`, or `http://` on loopback only; a path prefix is fine, a query, fragment or user:password is refused',
+    help: "the service's base URL",
   },
   caFile: {
     flag: '--ca-file',
