@@ -135,9 +135,9 @@ export async function idleHour({ root, tmp, scale, children, settleMs = 1000, ti
   };
   // Settled: a heartbeat went through, the queue is empty and idle, and the channel sync is behind us.
   const settled = (s) => {
-    if (s?.lastHeartbeat?.result !== 'ok' || s.outbox === undefined) return false;
-    const pending = Object.values(s.outbox.byKind ?? {}).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
-    return pending === 0 && (s.outbox.inFlight ?? []).length === 0 && (s.channels?.pendingSyncs ?? 0) === 0 && s.channels?.known !== undefined;
+    if (s?.lastHeartbeat?.result !== 'ok' || s.queue === undefined) return false;
+    const pending = Object.values(s.queue.byKind ?? {}).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
+    return pending === 0 && (s.queue.inFlight ?? []).length === 0 && (s.channels?.pendingSyncs ?? 0) === 0 && s.channels?.known !== undefined;
   };
   const started = Date.now();
   let s;

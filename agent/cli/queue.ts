@@ -7,7 +7,7 @@
 // entries) through its local API (GET /v1/status).
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
-import { statusDocumentOf, type OutboxSection, type SkippedSection } from '../core/status-document.js';
+import { statusDocumentOf, type QueueSection, type SkippedSection } from '../core/status-document.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { DaemonApi } from './daemon-api.js';
 import { formatDuration } from '../lib/text.js';
@@ -41,10 +41,10 @@ export function listedItems(items: readonly OutboxItem[]): OutboxItem[] {
   return [...open, ...done];
 }
 
-/** What `queue` takes from the daemon's outbox section: which items run, and their attempts. */
-export type DaemonQueueView = Pick<OutboxSection, 'inFlight' | 'attempts'>;
+/** What `queue` takes from the daemon's queue section: which items run, and their attempts. */
+export type DaemonQueueView = Pick<QueueSection, 'inFlight' | 'attempts'>;
 
-/** What only a running daemon knows, from its GET /v1/status: in flight and attempts (the outbox), and the media-dir entries it skips. */
+/** What only a running daemon knows, from its GET /v1/status: in flight and attempts (the queue section), and the media-dir entries it skips. */
 async function daemonView(settings: Settings): Promise<{ view: DaemonQueueView; skipped: SkippedSection | undefined } | { view?: undefined; warning?: string }> {
   let reply;
   try {
@@ -56,10 +56,10 @@ async function daemonView(settings: Settings): Promise<{ view: DaemonQueueView; 
   if (reply === undefined) return {};
   const doc = reply.status === 200 ? statusDocumentOf(reply.body) : undefined;
   if (doc === undefined) return { warning: `the daemon's GET /v1/status answered ${reply.status} with no status document; in flight and attempts not shown` };
-  const { outbox, uploads } = doc;
+  const { queue, uploads } = doc;
   // The document was checked when read (core/status-document.ts); the list is capped here too.
   const skipped = uploads?.skipped && { entries: uploads.skipped.entries.slice(0, SKIPPED_LIST_MAX), more: uploads.skipped.more };
-  return { view: outbox ?? { inFlight: [], attempts: {} }, skipped };
+  return { view: queue ?? { inFlight: [], attempts: {} }, skipped };
 }
 
 /** One item as `queue` lists it (`--json` prints these). */

@@ -7,7 +7,7 @@ import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { daemonRuns } from '../daemon/runtime/run-lock.js';
-import { statusDocumentOf, type ChannelsSection, type OutboxSection, type StatusDocument } from '../core/status-document.js';
+import { statusDocumentOf, type ChannelsSection, type QueueSection, type StatusDocument } from '../core/status-document.js';
 import type { Settings } from '../config/types.js';
 import { DaemonApi, refusal } from './daemon-api.js';
 import { formatBytes, formatDuration, oneLine, quotePath } from '../lib/text.js';
@@ -46,7 +46,7 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   lines.push(`failures:    ${s.consecutiveFailures} in a row`);
   const rl = s.rateLimit;
   if (s.channels) lines.push(`channels:    ${channelSummary(s.channels)}`);
-  if (s.outbox) lines.push(`queue:       ${queueSummary(s.outbox.byKind)}`);
+  if (s.queue) lines.push(`queue:       ${queueSummary(s.queue.byKind)}`);
   if (s.uploads) lines.push(`uploads:     ${uploadProgress(s.uploads) ?? 'none waiting'}`);
   if (s.uploads?.mediaDirMissing !== undefined) lines.push(`media dir:   ${quotePath(s.uploads.mediaDirMissing)} does not exist: nothing is uploaded from it until it does`);
   // Real-time uploads: each recording, what is on disk and sent, and when it is finished with what is on disk if nothing more comes.
@@ -74,7 +74,7 @@ function channelSummary(ch: ChannelsSection): string {
   return `${detected}; ${known}; ${pending}`;
 }
 
-function queueSummary(byKind: OutboxSection['byKind']): string {
+function queueSummary(byKind: QueueSection['byKind']): string {
   const pending = Object.values(byKind).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
   const dead = Object.values(byKind).reduce((n, k) => n + (k.dead?.items ?? 0), 0);
   return `${pending} pending${dead > 0 ? `, ${dead} dead-lettered (see c2c-agent queue)` : ''}`;

@@ -29,8 +29,13 @@ export interface ItemCount {
   bytes: number;
 }
 
-/** The outbox (outbox/outbox-unit.ts): its stats and the dispatcher's view, side by side. */
-export interface OutboxSection {
+/**
+ * The queue: the outbox (outbox/outbox-unit.ts), its stats and the
+ * dispatcher's view side by side. Named `queue` in the document, as the
+ * contract's GET /v1/status names it; an agent before that wrote it as
+ * `outbox`, which the reader still takes.
+ */
+export interface QueueSection {
   /** Items and bytes by kind, then by item state ('pending', 'done', 'dead', 'dropped'). */
   byKind: Record<string, Record<string, ItemCount>>;
   /** Wall ISO time of the oldest pending item's put, or null. */
@@ -100,13 +105,21 @@ export interface PrefsSection {
 /** One section per reporting unit, named as it appears in status.json. */
 export interface StatusSections {
   channels: ChannelsSection;
-  outbox: OutboxSection;
+  queue: QueueSection;
   uploads: UploadsSection;
   network: NetworkSection;
   prefs: PrefsSection;
 }
 
-export type StatusDocument = DaemonSnapshot & Partial<StatusSections>;
+/** The device as the document carries it: always present, null while none is known (needs-pairing, before the first device check). */
+export type StatusDevice = NonNullable<DaemonSnapshot['device']> | null;
+
+export type StatusDocument = Omit<DaemonSnapshot, 'device'> & { device: StatusDevice } & Partial<StatusSections>;
+
+/** The snapshot and the sections as one document: `device` null when the snapshot has none. */
+export function statusDocument(snap: DaemonSnapshot, sections: Partial<StatusSections>): StatusDocument {
+  return { ...snap, device: snap.device ?? null, ...sections };
+}
 
 // Each check returns the value typed, or undefined when it does not fit.
 type Check<T> = (v: unknown) => T | undefined;
@@ -207,7 +220,7 @@ const attempt: Check<{ count: number; lastError: string }> = (v) => {
   return n === undefined || lastError === undefined ? undefined : { count: n, lastError };
 };
 
-const outbox: Check<OutboxSection> = (v) => {
+const queue: Check<QueueSection> = (v) => {
   if (!isObject(v)) return undefined;
   const s = {
     byKind: mapOf(mapOf(itemCount))(v.byKind),
@@ -281,7 +294,7 @@ const network: Check<NetworkSection> = (v) => {
 const prefs: Check<PrefsSection> = (v) => (isObject(v) && typeof v.autoUpload === 'boolean' ? { autoUpload: v.autoUpload } : undefined);
 
 /** One reader per section: tsc refuses a section added to StatusSections without one. */
-const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, outbox, uploads, network, prefs };
+const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, queue, uploads, network, prefs };
 
 /** The status document in `raw` (parsed JSON), as far as it fits; undefined when it is not one (no snapshot). */
 export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
@@ -308,7 +321,7 @@ export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
     pid,
     ...opt('procStart', str(raw.procStart)),
     started,
-    ...opt('device', device(raw.device)),
+    device: device(raw.device) ?? null,
     ...opt('project', project(raw.project)),
     ...opt('lastHeartbeat', lastHeartbeat(raw.lastHeartbeat)),
     ...opt('nextHeartbeat', moment(raw.nextHeartbeat)),
@@ -323,7 +336,8 @@ export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
     timeScale,
     updated,
     ...opt('channels', SECTIONS.channels(raw.channels)),
-    ...opt('outbox', SECTIONS.outbox(raw.outbox)),
+    // An older agent's status.json names the queue `outbox`.
+    ...opt('queue', SECTIONS.queue(raw.queue) ?? SECTIONS.queue(raw.outbox)),
     ...opt('uploads', SECTIONS.uploads(raw.uploads)),
     ...opt('network', SECTIONS.network(raw.network)),
     ...opt('prefs', SECTIONS.prefs(raw.prefs)),

@@ -109,9 +109,9 @@ export class OutboxUnit implements DaemonUnit {
     return this.dispatcher.view().inFlight;
   }
 
-  report(): Pick<Partial<StatusSections>, 'outbox'> {
+  report(): Pick<Partial<StatusSections>, 'queue'> {
     const stats = safe(() => this.outbox.stats(), undefined);
-    return stats === undefined ? {} : { outbox: { ...stats, ...this.dispatcher.view() } };
+    return stats === undefined ? {} : { queue: { ...stats, ...this.dispatcher.view() } };
   }
 }
 

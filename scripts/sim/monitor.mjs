@@ -97,8 +97,8 @@ export class Monitor {
     const hb = live.heartbeats;
     const ok = hb.filter((h) => h.status === 204).length;
     const gap = hb.length >= 2 ? hb.at(-1).t - hb.at(-2).t : undefined;
-    const outbox = status?.outbox?.byKind ?? {};
-    const pending = Object.values(outbox).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
+    const byKind = status?.queue?.byKind ?? {};
+    const pending = Object.values(byKind).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
     const total = device.clips.reduce((n, c) => n + c.bytes, 0);
     return {
       label: device.label,

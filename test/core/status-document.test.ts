@@ -34,7 +34,7 @@ const snapshot = {
 
 /** Every section, as the units write them. */
 const sections = {
-  outbox: {
+  queue: {
     byKind: { upload: { pending: { items: 1, bytes: 300 }, done: { items: 2, bytes: 600 }, dead: { items: 0, bytes: 0 }, dropped: { items: 0, bytes: 0 } } },
     oldestPending: '2026-11-23T00:00:00.000Z',
     dropped: {},
@@ -60,8 +60,24 @@ describe('statusDocumentOf', () => {
     const read = statusDocumentOf(JSON.parse(JSON.stringify(snapshot)));
     expect(read).toEqual(snapshot);
     expect(read).not.toHaveProperty('channels');
-    expect(read).not.toHaveProperty('outbox');
+    expect(read).not.toHaveProperty('queue');
     expect(read).not.toHaveProperty('uploads');
+  });
+
+  it('an older agent\'s file names the queue `outbox`: it reads as `queue`', () => {
+    const { queue, ...rest } = sections;
+    const read = statusDocumentOf(JSON.parse(JSON.stringify({ ...snapshot, ...rest, outbox: queue })));
+    expect(read).toEqual({ ...snapshot, ...sections });
+    expect(read).not.toHaveProperty('outbox');
+  });
+
+  it('`device` is always there: null when the file has none (needs-pairing) or one without an id', () => {
+    const { device: _d, ...noDevice } = snapshot;
+    for (const raw of [noDevice, { ...noDevice, device: null }, { ...noDevice, device: { name: 'cam-07' } }]) {
+      const read = statusDocumentOf({ ...raw, state: 'needs-pairing' });
+      expect(read).toHaveProperty('device', null);
+      expect(read?.state).toBe('needs-pairing');
+    }
   });
 
   it('garbage, or a snapshot missing a required field, is not a status document', () => {
@@ -79,9 +95,9 @@ describe('statusDocumentOf', () => {
       ['channels', { ...sections, channels: { detected: 'audio', known: null, pendingSyncs: 1 } }],
       ['channels', { ...sections, channels: { detected: ['audio', 5], known: null, pendingSyncs: 1 } }],
       ['channels', { ...sections, channels: { detected: [], known: null } }],
-      ['outbox', { ...sections, outbox: { ...sections.outbox, byKind: { upload: { pending: { items: '1', bytes: 300 } } } } }],
-      ['outbox', { ...sections, outbox: { ...sections.outbox, inFlight: null } }],
-      ['outbox', { ...sections, outbox: [] }],
+      ['queue', { ...sections, queue: { ...sections.queue, byKind: { upload: { pending: { items: '1', bytes: 300 } } } } }],
+      ['queue', { ...sections, queue: { ...sections.queue, inFlight: null } }],
+      ['queue', { ...sections, queue: [] }],
       ['uploads', { ...sections, uploads: { files: '3', bytesLeft: 0, bytesPerSecond: 0 } }],
       ['uploads', { ...sections, uploads: null }],
     ];
@@ -93,7 +109,7 @@ describe('statusDocumentOf', () => {
     }
   });
 
-  it('a wrong optional part is dropped alone: the skipped list, a device without id, a clock offset that is not a number', () => {
+  it('a wrong optional part is dropped alone: the skipped list, a device without id (null), a clock offset that is not a number', () => {
     const read = statusDocumentOf({
       ...snapshot,
       ...sections,
@@ -104,7 +120,7 @@ describe('statusDocumentOf', () => {
     });
     const { device: _d, clockOffsetMs: _c, ...rest } = snapshot;
     const { skipped: _s, ...uploads } = sections.uploads;
-    expect(read).toEqual({ ...rest, ...sections, uploads });
+    expect(read).toEqual({ ...rest, device: null, ...sections, uploads });
   });
 
   it('the recordings of real-time uploads read back; a list with a bad entry is dropped alone', () => {
@@ -120,8 +136,8 @@ describe('statusDocumentOf', () => {
     const read = statusDocumentOf(raw);
     expect(read).not.toHaveProperty('extra');
     expect(read).not.toHaveProperty('secretish');
-    expect(Object.getPrototypeOf(read?.outbox?.dropped)).toBe(Object.prototype);
-    expect(Object.entries(read?.outbox?.dropped ?? {})).toEqual([['__proto__', 3]]);
+    expect(Object.getPrototypeOf(read?.queue?.dropped)).toBe(Object.prototype);
+    expect(Object.entries(read?.queue?.dropped ?? {})).toEqual([['__proto__', 3]]);
   });
 });
 

@@ -15,6 +15,7 @@ import { earliestNext, lastEndOf } from '../../agent/daemon/heartbeat/policy.js'
 import { MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/lib/timing.js';
 import { DAEMON_STATES, type DaemonSnapshot, type DaemonState } from '../../agent/core/state.js';
 import { run as statusCommand } from '../../agent/cli/status.js';
+import { statusDocument } from '../../agent/core/status-document.js';
 import type { CommandContext } from '../../agent/cli/command.js';
 import { FakeApi, seeded } from './fake-api.js';
 import { DEFAULT_TEST_BOUNDS } from '../support/bounds.js';
@@ -52,7 +53,7 @@ async function writeLive(state: DaemonState, pid = process.pid): Promise<DaemonS
   const bus = new EventBus();
   bus.on('stateChanged', bus, ({ snapshot: snap }) => {
     last = { ...snap, state, pid, ...(procStartOf(pid) !== undefined && { procStart: procStartOf(pid) as string }) };
-    sink.write(last);
+    sink.write(statusDocument(last, {}));
   });
   const controller = new Controller({
     clock,
@@ -98,18 +99,19 @@ describe('c2c-agent status', () => {
   });
 
   it('a live daemon in needs-pairing: exit 77, the one piece of advice in the one line on stderr', async () => {
-    const snap = await writeLive('needs-pairing');
-    // The reason as the daemon words it, its own advice at the end.
+    const { device: _device, project: _project, ...snap } = await writeLive('needs-pairing');
+    // The reason as the daemon words it, its own advice at the end; no device known, as in needs-pairing.
     writeFileSync(statusFile(dir), JSON.stringify({ ...snap, reason: 'needs pairing: the service refused the refresh token (invalid_grant); run `c2c-agent pair`' }));
     const j = await status(true);
     expect(j.code).toBe(77);
-    expect(j.obj).toMatchObject({ ok: false, exitCode: 77, running: true, state: 'needs-pairing', pid: process.pid });
+    expect(j.obj).toMatchObject({ ok: false, exitCode: 77, running: true, state: 'needs-pairing', pid: process.pid, device: null });
     expect(j.out.trim().split('\n')).toHaveLength(1);
     expect(j.err).toBe('c2c-agent: needs pairing: run `c2c-agent pair` (needs pairing: the service refused the refresh token (invalid_grant))\n');
     const h = await status(false);
     expect(h.code).toBe(77);
     expect(h.out).toMatch(/^state: +needs-pairing \(needs pairing: the service refused the refresh token \(invalid_grant\)\), since /m);
     expect(h.err).toBe('c2c-agent: needs pairing: run `c2c-agent pair`\n');
+    expect(h.out).not.toMatch(/device:/);
     // Said once across all a person sees, not three times.
     expect((h.out + h.err).split('c2c-agent pair').length - 1).toBe(1);
   });
@@ -205,16 +207,18 @@ describe('c2c-agent status', () => {
 
   it('the units\' sections are shown; one of the wrong shape is left out, never cast, and the rest still shown', async () => {
     const snap = await writeLive('online');
-    const outbox = { byKind: { upload: { pending: { items: 2, bytes: 20 }, done: { items: 0, bytes: 0 }, dead: { items: 1, bytes: 10 }, dropped: { items: 0, bytes: 0 } } }, oldestPending: null, dropped: {}, quarantined: 0, diskBytes: 30, unwritten: 0, liveBytes: 20, inFlight: [], attempts: {} };
+    const queue = { byKind: { upload: { pending: { items: 2, bytes: 20 }, done: { items: 0, bytes: 0 }, dead: { items: 1, bytes: 10 }, dropped: { items: 0, bytes: 0 } } }, oldestPending: null, dropped: {}, quarantined: 0, diskBytes: 30, unwritten: 0, liveBytes: 20, inFlight: [], attempts: {} };
     const channels = { detected: ['audio', 'video'], known: ['audio'], pendingSyncs: 1 };
-    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, outbox, channels }));
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, queue, channels }));
     const h = await status(false);
     expect(h.out).toMatch(/channels: +audio, video detected; 1 known to the service; 1 sync pending/);
     expect(h.out).toMatch(/queue: +2 pending, 1 dead-lettered/);
-    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, outbox, channels: { ...channels, detected: 'audio' }, uploads: { files: 'many' } }));
+    // An older agent's file names the queue `outbox`: shown as `queue` all the same.
+    writeFileSync(statusFile(dir), JSON.stringify({ ...snap, outbox: queue, channels: { ...channels, detected: 'audio' }, uploads: { files: 'many' } }));
     const j = await status(true);
     expect(j.code).toBe(0);
-    expect(j.obj).toMatchObject({ running: true, state: 'online', outbox });
+    expect(j.obj).toMatchObject({ running: true, state: 'online', queue });
+    expect(j.obj).not.toHaveProperty('outbox');
     expect(j.obj).not.toHaveProperty('channels');
     expect(j.obj).not.toHaveProperty('uploads');
     const h2 = await status(false);

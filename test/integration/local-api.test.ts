@@ -11,7 +11,7 @@ import http from 'node:http';
 import { mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, waitFor, type AgentDirs, type AgentProcess, startTestCloud } from './agent-process.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, startTestCloud } from './agent-process.js';
 import { FAKE_SECRET, writeSecretFile } from './pair-process.js';
 import { assetsNamed, completeNamed, describeAssets, storedProblems, storagePuts, writeMedia, PART } from './uploads-harness.js';
 
@@ -33,6 +33,14 @@ function call(socketPath: string, method: string, path: string, body?: unknown):
     req.on('error', reject);
     req.end(data);
   });
+}
+
+/** The keys of GET /v1/status that /work/shared/design/contract.md ("The local API") names, and the network section's. */
+function expectContractKeys(doc: Json): void {
+  for (const key of ['state', 'device', 'uploads', 'channels', 'queue', 'network']) expect({ key, has: key in doc }).toEqual({ key, has: true });
+  const network = doc.network as Json;
+  for (const key of ['interface', 'type', 'serviceRttMs', 'uploadBytesPerSecond', 'lastContactAt']) expect({ key, has: key in network }).toEqual({ key, has: true });
+  expect([null, 'ethernet', 'wifi', 'cellular', 'other']).toContain(network.type);
 }
 
 /** The events stream, every line kept. */
@@ -83,6 +91,20 @@ describe('local API: a UI client steers the daemon', () => {
     await waitFor('the first line', () => events.lines[0], 5_000);
     expect(events.lines[0]).toMatchObject({ type: 'status', status: { state: expect.any(String) } });
 
+    // Not paired yet: the status document has the contract's keys, `device` null. (The queue section comes once the outbox is replayed, moments after start.)
+    const unpaired = await waitFor('needs-pairing with the queue section', async () => {
+      const r = await call(sock, 'GET', '/v1/status');
+      return r.body.state === 'needs-pairing' && r.body.queue !== undefined && r.body;
+    }, 5_000, 50);
+    expect(unpaired).toMatchObject({ state: 'needs-pairing', device: null });
+    expectContractKeys(unpaired);
+    expect(unpaired).not.toHaveProperty('outbox');
+    expect((events.lines[0]!.status as Json).device).toBeNull();
+    // `status --json` prints the same object: the same keys, device null.
+    const cli = await status(dirs, cloud.url, SCALE);
+    expect(cli).toMatchObject({ exitCode: 77, json: { running: true, state: 'needs-pairing', device: null } });
+    expectContractKeys(cli.json);
+
     // Pairing through the daemon: the UI shows the code, a person approves it.
     const pair = await call(sock, 'POST', '/v1/pair', {});
     expect(pair.status).toBe(202);
@@ -92,6 +114,9 @@ describe('local API: a UI client steers the daemon', () => {
     await waitFor('paired', () => events.lines.find((l) => l.type === 'pairing' && l.phase === 'paired'), 20_000);
     await waitFor('online', () => events.lines.find((l) => l.type === 'state' && l.to === 'online'), 20_000);
     const st = await call(sock, 'GET', '/v1/status');
+    expect(st.status).toBe(200);
+    expectContractKeys(st.body);
+    expect(st.body).toMatchObject({ state: 'online', device: { id: expect.any(String) }, queue: { byKind: expect.any(Object), inFlight: expect.any(Array) } });
     const deviceId = (st.body.device as { id: string }).id;
     expect(st.body.network).toMatchObject({ serviceRttMs: expect.any(Number), lastContactAt: expect.any(String), uploadBytesPerSecond: expect.any(Number) });
     await waitFor('a heartbeat line', () => events.lines.find((l) => l.type === 'heartbeat' && l.outcome !== undefined), 20_000);

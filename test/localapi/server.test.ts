@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { EventBus } from '../../agent/core/event-bus.js';
 import type { DaemonSnapshot } from '../../agent/core/state.js';
+import { statusDocument, type StatusDocument } from '../../agent/core/status-document.js';
 import { EventsHub } from '../../agent/localapi/events.js';
 import { apiEvents, apiRequest, LocalApiUnreachable } from '../../agent/localapi/client.js';
 import { HandlerMap, type StreamSink } from '../../agent/localapi/handlers.js';
@@ -60,13 +61,13 @@ describe('local API server', () => {
   let bus: EventBus;
   let hub: EventsHub;
   let clock: FakeClock;
-  let current: DaemonSnapshot | undefined;
+  let current: StatusDocument | undefined;
   let routes: HandlerMap;
 
   async function serve(limits: Partial<Record<keyof typeof LOCAL_API, number>> = {}): Promise<void> {
     bus = new EventBus();
     clock = new FakeClock();
-    current = snapshot('online');
+    current = statusDocument(snapshot('online'), {});
     hub = new EventsHub({ bus, clock, status: () => current, uploads: () => [] });
     hub.start();
     routes = new HandlerMap();
@@ -339,7 +340,7 @@ describe('events hub: upload and channels lines', () => {
     const hub = new EventsHub({
       bus,
       clock,
-      status: () => ({ ...snapshot('online'), channels }),
+      status: () => statusDocument(snapshot('online'), { channels }),
       uploads: () => {
         looks++;
         return rows;

@@ -7,7 +7,7 @@ import type { Clock, Timer } from '../../lib/clock.js';
 import type { DaemonUnit } from '../../core/unit.js';
 import type { EventBus } from '../../core/event-bus.js';
 import type { DaemonSnapshot } from '../../core/state.js';
-import type { StatusDocument, StatusSections } from '../../core/status-document.js';
+import { statusDocument, type StatusDocument, type StatusSections } from '../../core/status-document.js';
 import { statusLine } from '../snapshot.js';
 import type { SystemdNotifier } from '../systemd/notify.js';
 import type { FileSink } from './file-sink.js';
@@ -60,7 +60,7 @@ export class StatusPublisher implements DaemonUnit {
 
   /** The status document as it is now (the local API's GET /v1/status); undefined before the controller's first snapshot. */
   document(): StatusDocument | undefined {
-    return this.last && { ...this.last, ...this.sections() };
+    return this.last && statusDocument(this.last, this.sections());
   }
 
   private write(): void {
