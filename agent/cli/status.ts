@@ -57,7 +57,10 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   if (rl && (rl.limit !== undefined || rl.remaining !== undefined)) {
     lines.push(`rate limit:  ${rl.remaining ?? '?'} of ${rl.limit ?? '?'} left${rl.windowMs !== undefined ? ` per ${formatDuration(rl.windowMs)}` : ''}`);
   }
-  if (s.clockProblem !== undefined) lines.push(`clock:       ${s.clockProblem}`);
+  // The state line already names a clock problem that is its reason: said once.
+  if (s.clockProblem !== undefined) {
+    if (!reason.includes(s.clockProblem)) lines.push(`clock:       ${s.clockProblem}`);
+  }
   else if (s.clockOffsetMs !== undefined) lines.push(`clock:       ${describeOffset(s.clockOffsetMs)}`);
   lines.push(
     `agent:       ${s.agentVersion}, pid ${s.pid}, started ${s.started.at}, firmware ${s.firmwareVersion}, profile ${s.profile ?? 'none'}` +
