@@ -39,6 +39,7 @@ import type { Worker } from '../outbox/dispatcher.js';
 import { classify, type Outcome } from '../outbox/outcome.js';
 import type { OutboxItem } from '../outbox/types.js';
 import { PAUSED_REFUSED, type FileIdentity } from './upload-item.js';
+import type { RecordingIdentity } from './uploaded-index.js';
 import { writeUploadRequest } from './upload-request.js';
 import { TEMPORARY_OPEN_ERRORS, UPLOAD_LIFETIME_MS } from './upload-worker.js';
 import { PART_HASH, partHasher, type PartHasher } from './part-hash.js';
@@ -52,7 +53,8 @@ export interface RealtimeWorkerDeps {
   /** The service's clock now (local wall time corrected by the last Date header). */
   serverNow: () => number;
   channelId: (key: string) => Promise<string | undefined>;
-  index: { has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
+  /** uploaded-index.ts: the finished file once it went; a recording the paused service refused (never queued again). */
+  index: { has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void>; addRecording(r: RecordingIdentity): Promise<void> };
   deleteAfterUpload: boolean;
   /** Agent ms a clip written in place must hold still to be finished (mediaSettleSeconds). */
   settleMs: number;
@@ -157,6 +159,9 @@ export class RealtimeWorker implements Worker {
     if (err instanceof Stop) return err.outcome;
     if (err instanceof HandBack) return this.handBack(p, prog, err.message);
     if (err instanceof AgentError && err.kind === 'paused') {
+      // Never retried, by a later run either: the index keeps the recording, so its finished file is not queued
+      // once the queue has reclaimed this item (a failed write is still remembered until the next one).
+      await this.d.index.addRecording(p).catch((e: unknown) => this.d.logger?.warn({ name: p.name, err: String(e) }, 'cannot record a refused recording in the index; its finished file may be offered again after a restart'));
       return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message} (the recording ${quote(p.name)} is not uploaded)` };
     }
     return classify(err);

@@ -9,8 +9,16 @@
 // clip stamped in the future by a camera with a wrong clock from dragging
 // the watermark ahead and silencing every later file.
 //
+// It also remembers recordings ended for good (a real-time upload cancelled
+// through the local API, or refused by the paused service) before they are
+// finished: such a file has no final size or mtime yet, so it is known by its
+// inode and its finished path until its finished file is seen, which then
+// takes its place as an entry like any other. The queue forgets the cancelled
+// item once it reclaims its segment; this does not.
+//
 // <state-dir>/uploaded.json (mode 0600, written atomically) changes only
-// when an upload finishes, never on a healthy start.
+// when an upload finishes or is cancelled or refused, never on a healthy start.
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';
@@ -21,13 +29,18 @@ import type { Logger } from '../lib/logger.js';
 
 export const UPLOADED_INDEX_FILE = 'uploaded.json';
 export const MAX_ENTRIES = 5000;
+/** Recordings ended for good and not yet seen finished, at most (the oldest forgotten first): each is one cancel or one refusal. */
+export const MAX_RECORDINGS = 500;
 const VERSION = 1;
+/** A finished path as stored: 96 bits of its SHA-256, base64url. */
+const PATH_HASH = /^[A-Za-z0-9_-]{16}$/;
 /**
  * The most the file can hold: an entry is four JSON numbers, each at most 24
- * characters (a float mtime, a 2^53 inode), so 128 bytes is room to spare.
- * A larger file is no index this agent wrote and is treated as corrupt.
+ * characters (a float mtime, a 2^53 inode), so 128 bytes is room to spare; a
+ * recording is a number and a 16-character hash, 64 bytes. A larger file is
+ * no index this agent wrote and is treated as corrupt.
  */
-const MAX_FILE_BYTES = MAX_ENTRIES * 128 + 4096;
+const MAX_FILE_BYTES = MAX_ENTRIES * 128 + MAX_RECORDINGS * 64 + 4096;
 
 export interface FileIdentity {
   dev: number;
@@ -36,23 +49,38 @@ export interface FileIdentity {
   mtimeMs: number;
 }
 
+/** A recording before it is finished: its inode and the path it has once finished (realtime-item.ts's payload has both). */
+export interface RecordingIdentity {
+  ino: number;
+  finalPath: string;
+}
+
 export interface UploadedIndexOptions {
   logger?: Logger;
   /** Tests lower it; default MAX_ENTRIES. */
   maxEntries?: number;
 }
 
-/** On disk: tuples keep 5000 entries near 200 KB. */
+/**
+ * On disk: tuples keep 5000 entries near 200 KB. `recordings` is absent while
+ * there are none (an older agent reads such a file as before, and ignores it
+ * otherwise).
+ */
 interface Stored {
   version: number;
   watermarkMs: number | null;
   entries: Array<[dev: number, ino: number, size: number, mtimeMs: number]>;
+  recordings?: Array<[ino: number, finalPathHash: string]>;
 }
 
 // Not the device number: a card reader plugged back in or remounted gets a new
 // one, and every clip on it would look new. Inode, size and mtime together
 // already tell two clips apart.
 const keyOf = (f: FileIdentity): string => `${f.ino}:${f.size}:${f.mtimeMs}`;
+// Not the device number either, for the same reason; the finished path tells a reused inode apart.
+const pathHash = (p: string): string => createHash('sha256').update(p).digest('base64url').slice(0, 16);
+const recordingKey = (ino: number, hash: string): string => `${ino}:${hash}`;
+const keyOfRecording = (r: RecordingIdentity): string => recordingKey(r.ino, pathHash(r.finalPath));
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
 
 function parse(text: string): Stored | undefined {
@@ -66,12 +94,15 @@ function parse(text: string): Stored | undefined {
   const r = v as Record<string, unknown>;
   if (r.version !== VERSION || !(r.watermarkMs === null || typeof r.watermarkMs === 'number') || !Array.isArray(r.entries)) return undefined;
   const ok = r.entries.every((e) => Array.isArray(e) && e.length === 4 && e.every(isCount));
-  return ok ? (r as unknown as Stored) : undefined;
+  const recs = r.recordings === undefined || (Array.isArray(r.recordings) && r.recordings.every((e) => Array.isArray(e) && e.length === 2 && isCount(e[0]) && typeof e[1] === 'string' && PATH_HASH.test(e[1])));
+  return ok && recs ? (r as unknown as Stored) : undefined;
 }
 
 export class UploadedIndex {
   private entries: Map<string, FileIdentity> | undefined;
   private watermark: number | undefined;
+  /** Recordings ended for good, oldest first: key -> [ino, finished path hash]. */
+  private recordings = new Map<string, [number, string]>();
   /** Writes run one after another, each of the state as it is then: a slow early write cannot land last with less in it. */
   private writing: Promise<void> = Promise.resolve();
 
@@ -112,12 +143,14 @@ export class UploadedIndex {
       }
       this.entries = new Map();
       this.watermark = undefined;
+      this.recordings = new Map();
       return;
     }
     const stored = parse(text);
     if (stored === undefined) return this.recoverFromCorrupt();
     this.entries = new Map(stored.entries.map(([dev, ino, size, mtimeMs]) => [keyOf({ dev, ino, size, mtimeMs }), { dev, ino, size, mtimeMs }]));
     this.watermark = stored.watermarkMs ?? undefined;
+    this.recordings = new Map((stored.recordings ?? []).map(([ino, hash]) => [recordingKey(ino, hash), [ino, hash]]));
     this.evict();
   }
 
@@ -139,12 +172,51 @@ export class UploadedIndex {
     await this.persist();
   }
 
+  /** A recording ended for good (cancelled, or refused by the paused service) whose finished file has not been seen yet. */
+  hasRecording(r: RecordingIdentity): boolean {
+    this.loaded();
+    return this.recordings.has(keyOfRecording(r));
+  }
+
+  /**
+   * Records a recording ended for good before it is finished, and writes the
+   * index (one write): its finished file, whatever its size and mtime then,
+   * is never sent. Like add(), a failed write is still remembered in memory.
+   */
+  async addRecording(r: RecordingIdentity): Promise<void> {
+    if (this.hasRecording(r)) return;
+    const hash = pathHash(r.finalPath);
+    this.recordings.set(recordingKey(r.ino, hash), [r.ino, hash]);
+    this.evict();
+    await this.persist();
+  }
+
+  /**
+   * The finished file of a recording added above: from now on it is known by
+   * its own identity, as a cancelled whole-file upload is (a later change
+   * makes it a new file), and the recording is forgotten. One write.
+   */
+  async recordingFinished(r: RecordingIdentity, f: FileIdentity): Promise<void> {
+    const forgot = this.recordings.delete(keyOfRecording(r));
+    const known = this.has(f);
+    if (!known) {
+      const { dev, ino, size, mtimeMs } = f;
+      this.loaded().set(keyOf(f), { dev, ino, size, mtimeMs });
+      this.evict();
+    }
+    if (forgot || !known) await this.persist();
+  }
+
   private loaded(): Map<string, FileIdentity> {
     if (this.entries === undefined) throw new AgentError('internal', 'the upload index was used before load()');
     return this.entries;
   }
 
   private evict(): void {
+    for (const key of this.recordings.keys()) {
+      if (this.recordings.size <= MAX_RECORDINGS) break;
+      this.recordings.delete(key);
+    }
     const entries = this.loaded();
     const max = Math.max(1, this.options.maxEntries ?? MAX_ENTRIES);
     if (entries.size <= max) return;
@@ -171,6 +243,7 @@ export class UploadedIndex {
       watermarkMs: this.watermark ?? null,
       entries: [...this.loaded().values()].map((f) => [f.dev, f.ino, f.size, f.mtimeMs]),
     };
+    if (this.recordings.size > 0) stored.recordings = [...this.recordings.values()];
     return `${JSON.stringify(stored)}\n`;
   }
 
@@ -196,6 +269,7 @@ export class UploadedIndex {
     }
     this.entries = new Map();
     this.watermark = mtimeMs;
+    this.recordings = new Map();
     this.options.logger?.warn(
       { file: this.file, aside, watermarkMs: mtimeMs },
       'the upload index was corrupt: set aside, starting empty; files not newer than it are taken as uploaded',

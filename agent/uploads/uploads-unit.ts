@@ -7,8 +7,10 @@
 // still for the settle time. With real-time uploads on, a clip the watcher
 // sees still being written becomes a `realtime-upload` item (one per
 // recording: its inode and finished name), and the finished file it turns
-// into is not queued again. The unit also keeps the figures `status`
-// shows: files and bytes left, rate, and the media-dir entries skipped.
+// into is not queued again; nor is that of a recording cancelled or refused
+// by the paused service, which the index remembers (its queue item does not
+// last). The unit also keeps the figures `status` shows: files and bytes
+// left, rate, and the media-dir entries skipped.
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
@@ -26,13 +28,22 @@ import type { SkippedView } from './media-watcher.js';
 import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, sameRecording, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
 import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
+import type { RecordingIdentity } from './uploaded-index.js';
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
   watcher?: { start(): void; stop(): void; skipped?(): SkippedView; missingDir?(): string | undefined };
   /** The upload window, when one is configured. */
   window?: { start(): Promise<void>; stop(): void };
-  index: { load(): Promise<void>; has(f: FileIdentity): boolean; add(f: FileIdentity): Promise<void> };
+  /** uploaded-index.ts: files sent, cancelled or refused, and recordings cancelled or refused before they were finished. */
+  index: {
+    load(): Promise<void>;
+    has(f: FileIdentity): boolean;
+    add(f: FileIdentity): Promise<void>;
+    hasRecording(r: RecordingIdentity): boolean;
+    addRecording(r: RecordingIdentity): Promise<void>;
+    recordingFinished(r: RecordingIdentity, f: FileIdentity): Promise<void>;
+  };
   outbox: {
     ready(): Promise<boolean>;
     put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem>;
@@ -204,7 +215,7 @@ export class UploadsUnit implements DaemonUnit {
         if (existing !== undefined) {
           if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
           out.push({ path: p.path, id: existing.id, duplicate: true });
-        } else if (this.d.index.has(p)) out.push({ path: p.path, id: null, duplicate: true });
+        } else if (this.d.index.has(p) || this.recordingEnded(p)) out.push({ path: p.path, id: null, duplicate: true });
         else {
           const item = await this.d.outbox.put(UPLOAD_KIND, p, urgent ? { urgent } : {});
           this.held.delete(p.path);
@@ -235,6 +246,12 @@ export class UploadsUnit implements DaemonUnit {
     });
   }
 
+  /** A file asked for by hand is a recording the index keeps from being sent (by its finished name or its working name). */
+  private recordingEnded(p: UploadPayload): boolean {
+    if (this.d.index.hasRecording({ ino: p.ino, finalPath: p.path })) return true;
+    return p.path.toLowerCase().endsWith('.part') && this.d.index.hasRecording({ ino: p.ino, finalPath: p.path.slice(0, -'.part'.length) });
+  }
+
   /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
   private existing(p: UploadPayload): OutboxItem | undefined {
     const mine = this.d.outbox.items().filter((i) => i.kind === UPLOAD_KIND && sameFile(i.payload as UploadPayload, p));
@@ -244,7 +261,9 @@ export class UploadsUnit implements DaemonUnit {
   /**
    * Cancels an upload: never retried, its attempt in flight stopped, and the
    * file recorded in the index so the media watcher does not queue it again,
-   * across restarts (the index is what outlives the queue's records).
+   * across restarts (the index is what outlives the queue's records). A
+   * recording has no finished size or mtime yet: the index keeps it by inode
+   * and finished name until its finished file is seen (queue()).
    */
   async cancel(id: string): Promise<CancelResult> {
     const item = this.d.outbox.items().find((i) => i.id === id && isUploadKind(i.kind));
@@ -254,8 +273,8 @@ export class UploadsUnit implements DaemonUnit {
     if (!(await this.d.outbox.cancel(id, 'through the local API'))) return 'ended';
     const p = item.payload as UploadPayload;
     this.held.delete(p.path);
-    // A recording has no finished identity yet: its cancelled item is what keeps it from being queued again (recordingTaken).
-    if (item.kind === UPLOAD_KIND) await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
+    const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.d.index.addRecording(item.payload as RealtimePayload);
+    await recorded.catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
     this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
     this.d.bus.emit('statusChanged', {});
     return 'cancelled';
@@ -331,13 +350,20 @@ export class UploadsUnit implements DaemonUnit {
 
   private async queue(p: UploadPayload): Promise<void> {
     if (this.d.index.has(p)) return;
+    const recording = { ino: p.ino, dev: p.dev, finalPath: p.path };
+    // The finished file of a recording cancelled or refused by the paused service: never queued, and known
+    // from now on by its own identity (one write), as a cancelled or refused whole file is.
+    if (this.d.index.hasRecording(recording)) {
+      await this.d.index.recordingFinished(recording, p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
+      return;
+    }
     // Before the outbox is replayed, pending() does not yet show what a previous run queued.
     if (!(await this.d.outbox.ready())) return;
     if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
-    // The finished file of a recording uploading in real time (that upload finishes it), or of one cancelled or refused.
-    if (this.recordingTaken({ ...p, finalPath: p.path })) {
-      // A cancelled recording's finished file goes into the index: the queue forgets the cancel once it reclaims the record, a restart must not send it then.
-      if (this.d.outbox.items().some((i) => i.kind === REALTIME_KIND && i.state === 'dead' && i.reason?.startsWith(CANCELLED) === true && sameRecording(i.payload as RealtimePayload, { ...p, finalPath: p.path }))) {
+    // The finished file of a recording uploading in real time (that upload finishes it), or of one cancelled or
+    // refused that the index did not record (its write failed, or an older agent ended it).
+    if (this.recordingTaken(recording)) {
+      if (this.d.outbox.items().some((i) => i.kind === REALTIME_KIND && endedForGood(i) && sameRecording(i.payload as RealtimePayload, recording))) {
         await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
       }
       return;
@@ -362,11 +388,13 @@ export class UploadsUnit implements DaemonUnit {
       (i) =>
         i.kind === REALTIME_KIND &&
         sameRecording(i.payload as RealtimePayload, p) &&
-        (i.state === 'pending' || (i.state === 'dead' && (i.reason?.startsWith(CANCELLED) === true || i.reason?.startsWith(PAUSED_REFUSED) === true))),
+        (i.state === 'pending' || endedForGood(i)),
     );
   }
 
   private async queueRecording(p: RealtimePayload): Promise<void> {
+    // Cancelled or refused before: seen again (after a restart, or once the queue reclaimed its item), it is not started again.
+    if (this.d.index.hasRecording(p)) return;
     if (!(await this.d.outbox.ready())) return;
     if (this.recordingTaken(p)) return;
     try {
@@ -496,6 +524,11 @@ export class UploadsUnit implements DaemonUnit {
       this.work = this.work.then(() => this.lookAtSettling());
     }, Math.max(SETTLE_LOOK_MIN_MS, this.d.settleMs));
   }
+}
+
+/** Cancelled, or refused by the paused service: never retried, never queued again. */
+function endedForGood(i: OutboxItem): boolean {
+  return i.state === 'dead' && (i.reason?.startsWith(CANCELLED) === true || i.reason?.startsWith(PAUSED_REFUSED) === true);
 }
 
 function leftOf(item: OutboxItem): number {

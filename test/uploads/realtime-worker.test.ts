@@ -41,6 +41,7 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
   let progress: unknown;
   let creates = 0;
   const index: Array<{ ino: number; size: number }> = [];
+  const refusedRecordings: Array<{ ino: number; finalPath: string }> = [];
   const deps: RealtimeWorkerDeps = {
     assets: {
       async createRealtime() {
@@ -74,7 +75,7 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
     clock,
     serverNow: () => clock.wallNow(),
     channelId: async () => undefined,
-    index: { has: () => false, add: async (f) => void index.push(f) },
+    index: { has: () => false, add: async (f) => void index.push(f), addRecording: async (r) => void refusedRecordings.push({ ino: r.ino, finalPath: r.finalPath }) },
     deleteAfterUpload: false,
     settleMs: o.settleMs ?? 10_000,
     queueDir: path.join(dir, 'queue'),
@@ -98,7 +99,7 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
     }
     return p;
   };
-  return { dir, clock, puts, asked, index, worker, item, run, progress: () => progress, creates: () => creates, deps };
+  return { dir, clock, puts, asked, index, refusedRecordings, worker, item, run, progress: () => progress, creates: () => creates, deps };
 }
 
 const chars = (c: string, n: number): string => c.repeat(n);
@@ -213,7 +214,7 @@ describe('RealtimeWorker', () => {
     expect(r.puts.at(-1)).toMatchObject({ final: true, filesize: 5 + 4 * P });
   });
 
-  test('the paused service (409) ends it as paused-refused at once; a 401 is left to the dispatcher (retry, the one token policy)', async () => {
+  test('the paused service (409) ends it as paused-refused at once, the recording kept in the index; a 401 is left to the dispatcher (retry, the one token policy)', async () => {
     const paused = rig({ createError: new AgentError('paused', 'the service answered 409 Channel Paused') });
     const f1 = path.join(paused.dir, 'p.mov.part');
     writeFileSync(f1, 'x');
@@ -221,6 +222,8 @@ describe('RealtimeWorker', () => {
     expect(out.result).toBe('dead');
     expect((out as { reason: string }).reason).toMatch(/^paused-refused: /);
     expect(paused.asked).toEqual([]);
+    // The index keeps the recording, so its finished file is not queued once the queue has forgotten the item.
+    expect(paused.refusedRecordings).toEqual([{ ino: statSync(f1).ino, finalPath: path.join(paused.dir, 'p.mov') }]);
 
     const refused = rig({ partsError: new AgentError('unauthorized', 'the service answered 401') });
     const f2 = path.join(refused.dir, 'u.mov.part');

@@ -1,13 +1,15 @@
 // The index of finished uploads: a round trip through <state-dir>/uploaded.json
 // (0600, written only by add), the bound and its watermark, and a corrupt
-// file set aside with one warning and a watermark at its mtime.
+// file set aside with one warning and a watermark at its mtime. Recordings
+// ended for good before they finished: kept by inode and finished path (one
+// write), replaced by their finished file's entry once it is seen, bounded.
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createLogger } from '../../agent/lib/logger.js';
 import { AgentError } from '../../agent/lib/errors.js';
-import { MAX_ENTRIES, UPLOADED_INDEX_FILE, UploadedIndex, type FileIdentity } from '../../agent/uploads/uploaded-index.js';
+import { MAX_ENTRIES, MAX_RECORDINGS, UPLOADED_INDEX_FILE, UploadedIndex, type FileIdentity } from '../../agent/uploads/uploaded-index.js';
 
 const dirs: string[] = [];
 function stateDir(): string {
@@ -122,6 +124,7 @@ describe('UploadedIndex', () => {
     ['not JSON', '{"version":1,"entries":[[1,2,'],
     ['another shape', '{"version":1,"watermarkMs":null,"entries":[["a",2,3,4]]}'],
     ['another version', '{"version":2,"watermarkMs":null,"entries":[]}'],
+    ['recordings of another shape', '{"version":1,"watermarkMs":null,"entries":[],"recordings":[[42,"/media/take.mov"]]}'],
     ['empty', ''],
   ])('a corrupt file (%s) is set aside with one warning; files older than it count as done', async (_, text) => {
     const dir = stateDir();
@@ -144,6 +147,47 @@ describe('UploadedIndex', () => {
     const b = await loaded(dir, { logger: again.logger });
     expect(b.watermarkMs).toBe(mtimeMs);
     expect(again.lines.filter((l) => l.level === 40)).toHaveLength(0);
+  });
+
+  test('a recording cancelled or refused: kept across restarts by inode and finished path (one write), then as its finished file', async () => {
+    const dir = stateDir();
+    const target = path.join(dir, UPLOADED_INDEX_FILE);
+    const a = await loaded(dir);
+    const rec = { ino: 42, finalPath: '/media/take.mov' };
+    await a.addRecording(rec);
+    const written = statSync(target);
+    // Again: nothing new, nothing written.
+    await a.addRecording(rec);
+    expect(statSync(target).mtimeMs).toBe(written.mtimeMs);
+    expect(readFileSync(target, 'utf8')).not.toContain('take.mov');
+
+    const b = await loaded(dir);
+    expect(b.hasRecording(rec)).toBe(true);
+    // Another finished name, or another inode, is another recording; a remounted card's new device number is not asked.
+    expect(b.hasRecording({ ino: 42, finalPath: '/media/takeB.mov' })).toBe(false);
+    expect(b.hasRecording({ ino: 43, finalPath: '/media/take.mov' })).toBe(false);
+    expect(b.size).toBe(0);
+
+    // Its finished file seen: an entry like a cancelled whole file's, the recording forgotten.
+    const done = file(42, 9_000, 5_000);
+    await b.recordingFinished(rec, done);
+    const c = await loaded(dir);
+    expect(c.hasRecording(rec)).toBe(false);
+    expect(c.has(done)).toBe(true);
+    expect(c.has({ ...done, mtimeMs: 9_001 })).toBe(false);
+    expect(JSON.parse(readFileSync(target, 'utf8'))).not.toHaveProperty('recordings');
+  });
+
+  test('recordings are bounded: the oldest forgotten first; the watermark is not moved by them', async () => {
+    expect(MAX_RECORDINGS).toBe(500);
+    const dir = stateDir();
+    const a = await loaded(dir);
+    for (let i = 0; i <= MAX_RECORDINGS; i++) await a.addRecording({ ino: i, finalPath: `/media/t${i}.mov` });
+    const b = await loaded(dir);
+    expect(b.hasRecording({ ino: 0, finalPath: '/media/t0.mov' })).toBe(false);
+    expect(b.hasRecording({ ino: 1, finalPath: '/media/t1.mov' })).toBe(true);
+    expect(b.hasRecording({ ino: MAX_RECORDINGS, finalPath: `/media/t${MAX_RECORDINGS}.mov` })).toBe(true);
+    expect(b.watermarkMs).toBeUndefined();
   });
 
   test('an index that cannot be read stops load rather than starting empty', async () => {

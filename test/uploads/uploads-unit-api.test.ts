@@ -31,7 +31,7 @@ function rig(auto = { on: true }) {
   const bus = new EventBus();
   const unit = new UploadsUnit({
     autoUpload: () => auto.on,
-    index: { load: async () => undefined, has: (f) => indexed.has(key(f)), add: async (f) => void indexed.add(key(f)) },
+    index: { load: async () => undefined, has: (f) => indexed.has(key(f)), add: async (f) => void indexed.add(key(f)), hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
     outbox: {
       ready: async () => true,
       put: async (kind: string, payload: unknown, opts?: PutOptions) => {

@@ -3,7 +3,9 @@
 // finished file it becomes (same inode, its finished name) is not queued as a
 // whole while that item runs, nor after it was cancelled or refused by the
 // paused service; after a hand-back (the item ended otherwise) it is. Cancel
-// and priority take a realtime item like an upload; status counts it.
+// and priority take a realtime item like an upload; status counts it. A
+// cancelled or refused recording stays unsent once the queue has reclaimed
+// its record, and after a restart: the upload index remembers it.
 import { describe, it, expect, afterEach } from '@jest/globals';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,10 +15,16 @@ import { CANCELLED, type OutboxItem } from '../../agent/outbox/types.js';
 import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
 import { REALTIME_KIND, type RealtimePayload } from '../../agent/uploads/realtime-item.js';
 import { PAUSED_REFUSED, UPLOAD_KIND, uploadView, type UploadPayload } from '../../agent/uploads/upload-item.js';
+import { Outbox } from '../../agent/outbox/outbox.js';
+import { SystemClock } from '../../agent/lib/clock.js';
+import { UploadedIndex } from '../../agent/uploads/uploaded-index.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const dirs: string[] = [];
-afterEach(() => {
+/** Units and queues a test left running when it failed. */
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
@@ -27,7 +35,7 @@ function rig() {
   const cancelled: string[] = [];
   const bus = new EventBus();
   const unit = new UploadsUnit({
-    index: { load: async () => undefined, has: () => false, add: async () => undefined },
+    index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
     outbox: {
       items: () => items,
       cancel: async (id: string) => {
@@ -143,5 +151,72 @@ describe('UploadsUnit: real-time uploads', () => {
     expect(again).toMatchObject({ path: finished.path, duplicate: false });
     expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND, UPLOAD_KIND]);
     await unit.stop();
+  });
+
+  describe('a recording ended for good, once the queue no longer holds its record', () => {
+    // Before: nothing durable said so. Only the cancelled (or refused) item kept the finished file out, and once
+    // the queue reclaimed its segment (many small clips later) the rename queued the whole file.
+    async function stack(state: string) {
+      const ob = new Outbox({ dir: path.join(state, 'queue'), clock: new SystemClock(), bootId: 'b00t', segmentBytes: 2_000, flushMs: 1 });
+      await ob.open();
+      const index = new UploadedIndex(state);
+      const bus = new EventBus();
+      // The outbox as the daemon's outbox unit gives it (open already).
+      const outbox = { ready: async () => true, put: ob.put.bind(ob), pending: ob.pending.bind(ob), items: ob.items.bind(ob), cancel: ob.cancel.bind(ob), setUrgent: ob.setUrgent.bind(ob) };
+      const unit = new UploadsUnit({ index, outbox, queueDir: path.join(state, 'queue'), settleMs: 10_000, clock: new FakeClock(), bus });
+      unit.start();
+      closers.push(async () => {
+        await unit.stop();
+        await ob.close();
+      });
+      await settle();
+      return { ob, index, bus, unit };
+    }
+    /** Small clips sent and done until the queue has deleted the segments that held `id`'s records. */
+    async function reclaimed(ob: Outbox, id: string): Promise<void> {
+      for (let n = 0; n < 500 && ob.items().some((i) => i.id === id); n++) {
+        const clip = await ob.put(UPLOAD_KIND, { path: `/media/clip${n}.jpg`, name: `clip${n}.jpg`, filetype: 'image/jpeg', size: 10, mtimeMs: 2, ino: 1000 + n, dev: 1 });
+        await ob.done(clip.id);
+      }
+      expect(ob.items().some((i) => i.id === id)).toBe(false);
+    }
+
+    it.each(['cancelled', 'paused-refused'] as const)('%s: neither the .part growing again nor the finished file is queued, nor after a restart', async (how) => {
+      const state = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-state-'));
+      dirs.push(state);
+      let s = await stack(state);
+      s.bus.emit('mediaFileGrowing', { file: growing });
+      await until('the recording queued', () => s.ob.pending(REALTIME_KIND).length === 1);
+      const id = s.ob.pending(REALTIME_KIND)[0]!.id;
+      if (how === 'cancelled') expect(await s.unit.cancel(id)).toBe('cancelled');
+      else {
+        // What the real-time worker does on a 409 Channel Paused: the recording into the index, the item dead.
+        await s.index.addRecording(growing);
+        await s.ob.dead(id, `${PAUSED_REFUSED}: the service answered 409 Channel Paused`);
+      }
+      await reclaimed(s.ob, id);
+
+      // Seen again while it records (as after a restart): not started again.
+      s.bus.emit('mediaFileGrowing', { file: { ...growing, size: 300 } });
+      await settle();
+      expect(s.ob.pending()).toEqual([]);
+      // Renamed to its finished name (same inode, new size and modification time): not queued.
+      s.bus.emit('mediaFileReady', { file: finished });
+      await settle();
+      expect(s.ob.pending()).toEqual([]);
+      // Asked for by hand, it is a file the index knows: no id, nothing queued.
+      expect(await s.unit.queueByHand([finished], false)).toEqual([{ path: finished.path, id: null, duplicate: true }]);
+      expect(s.ob.pending()).toEqual([]);
+
+      // A restart: the queue has forgotten it, the index has not.
+      await s.unit.stop();
+      await s.ob.close();
+      s = await stack(state);
+      s.bus.emit('mediaFileReady', { file: finished });
+      await settle();
+      expect(s.ob.pending()).toEqual([]);
+      await s.unit.stop();
+      await s.ob.close();
+    });
   });
 });

@@ -31,7 +31,7 @@ function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more:
   const clock = new FakeClock();
   const puts: UploadPayload[] = [];
   const unit = new UploadsUnit({
-    index: { load: async () => undefined, has: () => false, add: async () => undefined },
+    index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
     outbox: {
       items: () => [],
       cancel: async () => false,

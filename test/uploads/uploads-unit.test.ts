@@ -22,7 +22,7 @@ function rig() {
   const clock = new FakeClock();
   const puts: unknown[] = [];
   const unit = new UploadsUnit({
-    index: { load: async () => undefined, has: () => false, add: async () => undefined },
+    index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
     outbox: {
       items: () => [],
       cancel: async () => false,
@@ -88,7 +88,7 @@ describe('UploadsUnit: the upload rate', () => {
     dirs.push(queueDir);
     const clock = new FakeClock();
     const unit = new UploadsUnit({
-      index: { load: async () => undefined, has: () => false, add: async () => undefined },
+      index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
       outbox: { items: () => [], cancel: async () => false, setUrgent: async () => false, ready: async () => true, put: async () => ({}) as OutboxItem, pending: (kind?: string) => (kind === 'upload' ? pending() : []) },
       queueDir,
       settleMs: 10_000,
