@@ -90,10 +90,15 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
   /** Runs the item, turning the clock a look at a time and calling `step` before each look, until the run ends. */
   const run = async (it: OutboxItem, step: (look: number) => void = () => undefined, ac = new AbortController()): Promise<Outcome> => {
     let outcome: Outcome | undefined;
+    let lastPuts = -1;
     const p = worker.run(it, ac.signal).then((x) => (outcome = x));
     for (let look = 0; outcome === undefined && look < 100_000; look++) {
       // Real I/O between looks (a busy machine is slow to deliver it); agent time moves a look at a time.
-      await new Promise((r) => setTimeout(r, 1));
+      // A real millisecond only while something is under way: the thousands of looks of a recording left
+      // unwritten for REALTIME_STALL_MS need only a turn of the event loop each.
+      await new Promise((r) => setImmediate(r));
+      if (look % 50 === 0 || puts.length !== lastPuts) await new Promise((r) => setTimeout(r, 1));
+      lastPuts = puts.length;
       step(look);
       await clock.advance(REALTIME_LOOK_MS);
     }
