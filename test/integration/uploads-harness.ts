@@ -5,7 +5,7 @@
 // bytes received, per-part sha256 checked against the file's own byte ranges
 // (computed here from the service's rule, docs/service-api.md "Uploads", not by the agent's code).
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterEach } from '@jest/globals';
 import { type AssetView, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
@@ -50,11 +50,18 @@ export function startUploadAgent(rig: UploadRig, o: MediaOptions = {}): Refreshi
 export function writeMedia(file: string, size: number, oldMs?: number): Buffer {
   mkdirSync(dirname(file), { recursive: true });
   const data = randomBytes(size);
-  writeFileSync(file, data);
-  if (oldMs !== undefined) {
-    const t = (Date.now() - oldMs) / 1000;
-    utimesSync(file, t, t);
+  if (oldMs === undefined) {
+    writeFileSync(file, data);
+    return data;
   }
+  // An old file appears whole, with its old time, as a recorder's rename makes it: written and dated
+  // under a name the watcher ignores, then renamed. Dated in place, a loaded machine's watcher could
+  // queue it between the write and the utimes, and find it changed at once.
+  const temp = join(dirname(file), `.${basename(file)}.writing`);
+  writeFileSync(temp, data);
+  const t = (Date.now() - oldMs) / 1000;
+  utimesSync(temp, t, t);
+  renameSync(temp, file);
   return data;
 }
 
