@@ -104,10 +104,13 @@ function runtimeFiles(dir: string): Record<string, string> {
 function requestsOrTimeout(count: number, ms: number, runDir: string): Promise<void> {
   const start = cloud.journal.length;
   return new Promise((resolve) => {
-    const deadline = Date.now() + ms;
+    // `ms` counts from the moment the run lock is seen: a node that took longer than `ms` to start
+    // would otherwise be stopped before its first request.
+    let lockedAt: number | undefined;
     const giveUp = Date.now() + 15_000;
     const poll = setInterval(() => {
-      const late = Date.now() > deadline && (existsSync(path.join(runDir, 'run.lock')) || Date.now() > giveUp);
+      if (lockedAt === undefined && existsSync(path.join(runDir, 'run.lock'))) lockedAt = Date.now();
+      const late = (lockedAt !== undefined && Date.now() > lockedAt + ms) || Date.now() > giveUp;
       if (cloud.journal.length - start >= count || late) {
         clearInterval(poll);
         resolve();
