@@ -92,7 +92,8 @@ export function decodeParts(done: unknown, parts: number): Set<number> {
   return out;
 }
 
-export type UploadState = 'queued' | 'uploading' | 'done' | 'paused-refused' | 'dead-lettered' | 'cancelled' | 'dropped';
+/** The local API's states (docs/local-api.md): an item the queue's cap dropped is dead-lettered, its reason saying so. */
+export type UploadState = 'queued' | 'uploading' | 'done' | 'paused-refused' | 'dead-lettered' | 'cancelled';
 
 export interface UploadView {
   name: string;
@@ -129,6 +130,7 @@ export function uploadView(item: OutboxItem, inFlight: boolean): UploadView | un
   const state: UploadState =
     item.state === 'pending' ? (inFlight ? 'uploading' : 'queued')
     : item.state === 'dead' ? (item.reason?.startsWith(PAUSED_REFUSED) ? 'paused-refused' : item.reason?.startsWith(CANCELLED) ? 'cancelled' : 'dead-lettered')
+    : item.state === 'dropped' ? 'dead-lettered'
     : item.state;
   if (item.kind === REALTIME_KIND) {
     const r = item.payload as RealtimePayload;

@@ -54,14 +54,15 @@ describe('the upload as queue and status show it', () => {
     expect(bytesDone(item(10, prog([]), 'done'))).toBe(10);
   });
 
-  it('names each state: queued, uploading, done, paused-refused, dead-lettered, dropped', () => {
+  it('names each state the local API has: queued, uploading, done, paused-refused, dead-lettered (a dropped item too)', () => {
     const prog: UploadProgress = { assetId: 'a', parts: 2, createdAt: 0, done: [0] };
     expect(uploadView(item(10, prog), false)).toEqual({ name: 'clip.mp4', path: '/media/clip.mp4', bytesDone: 5, bytesTotal: 10, state: 'queued' });
     expect(uploadView(item(10, prog), true)?.state).toBe('uploading');
     expect(uploadView(item(10, prog, 'done'), false)).toMatchObject({ bytesDone: 10, state: 'done' });
     expect(uploadView(item(10, undefined, 'dead', `${PAUSED_REFUSED}: HTTP 409 Channel Paused`), false)?.state).toBe('paused-refused');
     expect(uploadView(item(10, undefined, 'dead', 'the file is gone (ENOENT)'), false)?.state).toBe('dead-lettered');
-    expect(uploadView(item(10, undefined, 'dropped'), false)?.state).toBe('dropped');
+    // The contract's list has no 'dropped': an item the queue's cap dropped is dead-lettered (its reason says why).
+    expect(uploadView(item(10, undefined, 'dropped'), false)?.state).toBe('dead-lettered');
     expect(uploadView({ ...item(10, undefined), kind: 'channel-sync' }, false)).toBeUndefined();
   });
 });
