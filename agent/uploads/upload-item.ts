@@ -134,7 +134,9 @@ export function uploadView(item: OutboxItem, inFlight: boolean): UploadView | un
     : item.state;
   if (item.kind === REALTIME_KIND) {
     const r = item.payload as RealtimePayload;
-    return { name: r.name, path: r.path, bytesDone: realtimeBytesDone(item), bytesTotal: realtimeBytesTotal(item), state, realtime: realtimeFinished(item) ? 'finished' : 'recording' };
+    // Once finished, the clip is at its finished name (the .part was renamed); while recording, where the recorder writes.
+    const finished = realtimeFinished(item);
+    return { name: r.name, path: finished ? r.finalPath : r.path, bytesDone: realtimeBytesDone(item), bytesTotal: realtimeBytesTotal(item), state, realtime: finished ? 'finished' : 'recording' };
   }
   const p = item.payload as UploadPayload;
   return { name: p.name, path: p.path, bytesDone: bytesDone(item), bytesTotal: p.size, state };

@@ -4,6 +4,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { PAUSED_REFUSED, UPLOAD_KIND, bytesDone, decodeParts, encodeParts, uploadView, type UploadPayload, type UploadProgress } from '../../agent/uploads/upload-item.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
+import { REALTIME_KIND, type RealtimePayload } from '../../agent/uploads/realtime-item.js';
 
 const payload = (size: number): UploadPayload => ({ path: '/media/clip.mp4', name: 'clip.mp4', filetype: 'video/mp4', size, mtimeMs: 1, ino: 7, dev: 1 });
 const item = (size: number, progress: unknown, state: OutboxItem['state'] = 'pending', reason?: string): OutboxItem => ({
@@ -64,5 +65,12 @@ describe('the upload as queue and status show it', () => {
     // The contract's list has no 'dropped': an item the queue's cap dropped is dead-lettered (its reason says why).
     expect(uploadView(item(10, undefined, 'dropped'), false)?.state).toBe('dead-lettered');
     expect(uploadView({ ...item(10, undefined), kind: 'channel-sync' }, false)).toBeUndefined();
+  });
+
+  it('a recording is listed where the recorder writes it, and at its finished name once finished', () => {
+    const payload: RealtimePayload = { path: '/media/take.mov.part', finalPath: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', ino: 7, dev: 1, mtimeMs: 1 };
+    const rec = (state: OutboxItem['state']): OutboxItem => ({ id: 'b:1', kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 1, state });
+    expect(uploadView(rec('pending'), true)).toMatchObject({ path: '/media/take.mov.part', realtime: 'recording' });
+    expect(uploadView(rec('done'), false)).toMatchObject({ path: '/media/take.mov', realtime: 'finished', state: 'done' });
   });
 });
