@@ -29,6 +29,18 @@ export async function startHostileServer({ plan, onError, tls }) {
   let closing = false;
   const closers = new Set();
   const t0 = Date.now();
+  // This process's own stalls (a loaded machine): a request's `t` is stamped when the event loop gets to
+  // it, so it can be late by a stall. Each tick that came late is kept, so an oracle can widen its
+  // tolerance around a request by what this server itself lost there (`stallAround`).
+  const TICK_MS = 5;
+  const stalls = [];
+  let lastTick = Date.now();
+  const ticker = setInterval(() => {
+    const now = Date.now();
+    if (now - lastTick > 2 * TICK_MS) stalls.push({ at: now - t0, ms: now - lastTick - TICK_MS });
+    lastTick = now;
+  }, TICK_MS);
+  ticker.unref();
 
   /** Resolves after ms, or at once when the server closes. */
   const delay = (ms) =>
@@ -211,6 +223,10 @@ export async function startHostileServer({ plan, onError, tls }) {
     tlsTrouble: front?.counts,
     log,
     counts,
+    /** The longest stall of this server's event loop seen from `fromMs` to `toMs` (real ms since start). */
+    stallAround(fromMs, toMs) {
+      return stalls.reduce((m, x) => (x.at >= fromMs && x.at - x.ms <= toMs ? Math.max(m, x.ms) : m), 0);
+    },
     /** Connections still open, with how long (real ms) nothing has moved on them. */
     openConnections() {
       const now = Date.now();
@@ -218,6 +234,7 @@ export async function startHostileServer({ plan, onError, tls }) {
     },
     async close() {
       closing = true;
+      clearInterval(ticker);
       for (const stop of closers) stop();
       closers.clear();
       for (const c of conns) c.sock.destroy();
