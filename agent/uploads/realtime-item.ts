@@ -14,10 +14,25 @@
 // crosses a 40 MB/s link in under half a second. 10,000 parts of 8 MiB are
 // 78 GiB, far beyond a take; a longer one is handed back to a whole-file
 // upload.
+import fs from 'node:fs/promises';
 import type { OutboxItem } from '../outbox/types.js';
 import type { PartHashName } from './part-hash.js';
 
 export const REALTIME_KIND = 'realtime-upload';
+
+/**
+ * What is on disk of a recording now, at its working name or else its finished name: its size and birth
+ * time (0 where the file system keeps none), which the upload index keeps for a recording ended for good
+ * (uploaded-index.ts RecordingIdentity). Nothing found: nothing known, and the index matches by inode and
+ * name alone, as it did before it kept these.
+ */
+export async function recordingOnDisk(p: Pick<RealtimePayload, 'path' | 'finalPath'>): Promise<{ size?: number; birthMs?: number }> {
+  for (const at of p.path === p.finalPath ? [p.path] : [p.path, p.finalPath]) {
+    const st = await fs.lstat(at).catch(() => undefined);
+    if (st?.isFile()) return { size: st.size, birthMs: st.birthtimeMs > 0 ? Math.round(st.birthtimeMs) : 0 };
+  }
+  return {};
+}
 export const REALTIME_PART_BYTES = 8 * 1024 * 1024;
 
 export interface RealtimePayload {

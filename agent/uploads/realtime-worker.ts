@@ -43,7 +43,7 @@ import type { RecordingIdentity } from './uploaded-index.js';
 import { writeUploadRequest } from './upload-request.js';
 import { TEMPORARY_OPEN_ERRORS, UPLOAD_LIFETIME_MS } from './upload-worker.js';
 import { PART_HASH, partHasher, type PartHasher } from './part-hash.js';
-import { REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
+import { REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, recordingOnDisk, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
 
 export interface RealtimeWorkerDeps {
   assets: Pick<AssetEndpoints, 'createRealtime' | 'realtimeParts'>;
@@ -161,7 +161,7 @@ export class RealtimeWorker implements Worker {
     if (err instanceof AgentError && err.kind === 'paused') {
       // Never retried, by a later run either: the index keeps the recording, so its finished file is not queued
       // once the queue has reclaimed this item (a failed write is still remembered until the next one).
-      await this.d.index.addRecording(p).catch((e: unknown) => this.d.logger?.warn({ name: p.name, err: String(e) }, 'cannot record a refused recording in the index; its finished file may be offered again after a restart'));
+      await this.d.index.addRecording({ ino: p.ino, finalPath: p.finalPath, ...(await recordingOnDisk(p)) }).catch((e: unknown) => this.d.logger?.warn({ name: p.name, err: String(e) }, 'cannot record a refused recording in the index; its finished file may be offered again after a restart'));
       return { result: 'dead', reason: `${PAUSED_REFUSED}: ${err.message} (the recording ${quote(p.name)} is not uploaded)` };
     }
     return classify(err);

@@ -49,11 +49,21 @@ export interface FileIdentity {
   mtimeMs: number;
 }
 
-/** A recording before it is finished: its inode and the path it has once finished (realtime-item.ts's payload has both). */
+/**
+ * A recording before it is finished: its inode and the path it has once finished (realtime-item.ts's payload
+ * has both). `size` and `birthMs` (the file's birth time, 0 where the file system has none) tell a later take
+ * that was given the same freed inode and name (ext4 hands a freed inode to the next new file) from the
+ * recording itself: a recording only grows, and keeps its birth time through the rename.
+ */
 export interface RecordingIdentity {
   ino: number;
   finalPath: string;
+  size?: number;
+  birthMs?: number;
 }
+
+/** A stored recording: [ino, finished path hash, bytes on disk when it ended, birth time ms or 0]; older files hold the first two. */
+type StoredRecording = [ino: number, finalPathHash: string, size?: number, birthMs?: number];
 
 export interface UploadedIndexOptions {
   logger?: Logger;
@@ -70,7 +80,7 @@ interface Stored {
   version: number;
   watermarkMs: number | null;
   entries: Array<[dev: number, ino: number, size: number, mtimeMs: number]>;
-  recordings?: Array<[ino: number, finalPathHash: string]>;
+  recordings?: StoredRecording[];
 }
 
 // Not the device number: a card reader plugged back in or remounted gets a new
@@ -94,7 +104,7 @@ function parse(text: string): Stored | undefined {
   const r = v as Record<string, unknown>;
   if (r.version !== VERSION || !(r.watermarkMs === null || typeof r.watermarkMs === 'number') || !Array.isArray(r.entries)) return undefined;
   const ok = r.entries.every((e) => Array.isArray(e) && e.length === 4 && e.every(isCount));
-  const recs = r.recordings === undefined || (Array.isArray(r.recordings) && r.recordings.every((e) => Array.isArray(e) && e.length === 2 && isCount(e[0]) && typeof e[1] === 'string' && PATH_HASH.test(e[1])));
+  const recs = r.recordings === undefined || (Array.isArray(r.recordings) && r.recordings.every((e) => Array.isArray(e) && (e.length === 2 || (e.length === 4 && isCount(e[2]) && isCount(e[3]))) && isCount(e[0]) && typeof e[1] === 'string' && PATH_HASH.test(e[1])));
   return ok && recs ? (r as unknown as Stored) : undefined;
 }
 
@@ -102,7 +112,7 @@ export class UploadedIndex {
   private entries: Map<string, FileIdentity> | undefined;
   private watermark: number | undefined;
   /** Recordings ended for good, oldest first: key -> [ino, finished path hash]. */
-  private recordings = new Map<string, [number, string]>();
+  private recordings = new Map<string, StoredRecording>();
   /** Writes run one after another, each of the state as it is then: a slow early write cannot land last with less in it. */
   private writing: Promise<void> = Promise.resolve();
 
@@ -150,7 +160,7 @@ export class UploadedIndex {
     if (stored === undefined) return this.recoverFromCorrupt();
     this.entries = new Map(stored.entries.map(([dev, ino, size, mtimeMs]) => [keyOf({ dev, ino, size, mtimeMs }), { dev, ino, size, mtimeMs }]));
     this.watermark = stored.watermarkMs ?? undefined;
-    this.recordings = new Map((stored.recordings ?? []).map(([ino, hash]) => [recordingKey(ino, hash), [ino, hash]]));
+    this.recordings = new Map((stored.recordings ?? []).map((e) => [recordingKey(e[0], e[1]), e]));
     this.evict();
   }
 
@@ -172,10 +182,19 @@ export class UploadedIndex {
     await this.persist();
   }
 
-  /** A recording ended for good (cancelled, or refused by the paused service) whose finished file has not been seen yet. */
+  /**
+   * A recording ended for good (cancelled, or refused by the paused service) whose finished file has not been
+   * seen yet. Given what is on disk now, a file smaller than the recording was when it ended, or born at
+   * another time, is another take that reused the inode and name: not this recording.
+   */
   hasRecording(r: RecordingIdentity): boolean {
     this.loaded();
-    return this.recordings.has(keyOfRecording(r));
+    const m = this.recordings.get(keyOfRecording(r));
+    if (m === undefined) return false;
+    const [, , size = 0, birthMs = 0] = m;
+    if (r.size !== undefined && r.size < size) return false;
+    if (r.birthMs !== undefined && r.birthMs > 0 && birthMs > 0 && r.birthMs !== birthMs) return false;
+    return true;
   }
 
   /**
@@ -184,9 +203,13 @@ export class UploadedIndex {
    * is never sent. Like add(), a failed write is still remembered in memory.
    */
   async addRecording(r: RecordingIdentity): Promise<void> {
-    if (this.hasRecording(r)) return;
     const hash = pathHash(r.finalPath);
-    this.recordings.set(recordingKey(r.ino, hash), [r.ino, hash]);
+    const entry: StoredRecording = [r.ino, hash, r.size ?? 0, r.birthMs ?? 0];
+    const now = this.recordings.get(recordingKey(r.ino, hash));
+    if (now !== undefined && JSON.stringify(now) === JSON.stringify(entry)) return;
+    // Another take under the same inode and name replaces the one before (a Map keeps insertion order: it is now the newest).
+    this.recordings.delete(recordingKey(r.ino, hash));
+    this.recordings.set(recordingKey(r.ino, hash), entry);
     this.evict();
     await this.persist();
   }

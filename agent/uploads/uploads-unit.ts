@@ -25,7 +25,7 @@ import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js'
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { PAUSED_REFUSED, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
 import type { SkippedView } from './media-watcher.js';
-import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, sameRecording, type RealtimePayload } from './realtime-item.js';
+import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, recordingOnDisk, sameRecording, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
 import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
 import type { RecordingIdentity } from './uploaded-index.js';
@@ -215,7 +215,7 @@ export class UploadsUnit implements DaemonUnit {
         if (existing !== undefined) {
           if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
           out.push({ path: p.path, id: existing.id, duplicate: true });
-        } else if (this.d.index.has(p) || this.recordingEnded(p)) out.push({ path: p.path, id: null, duplicate: true });
+        } else if (this.d.index.has(p) || (await this.recordingEnded(p))) out.push({ path: p.path, id: null, duplicate: true });
         else {
           const item = await this.d.outbox.put(UPLOAD_KIND, p, urgent ? { urgent } : {});
           this.held.delete(p.path);
@@ -246,10 +246,24 @@ export class UploadsUnit implements DaemonUnit {
     });
   }
 
+  /** Kept in the index as ended for good, with what is on disk now (its size and birth time tell a later take under the same inode and name from it). */
+  private async endRecording(p: RealtimePayload): Promise<void> {
+    await this.d.index.addRecording({ ino: p.ino, finalPath: p.finalPath, ...(await recordingOnDisk(p)) });
+  }
+
+  /**
+   * The index keeps this file from being sent: the recording ended for good under this inode and finished
+   * name, and not another take that reused both (checked against the file's size and birth time).
+   */
+  private async recordingEndedFor(r: { ino: number; finalPath: string }, path: string): Promise<boolean> {
+    if (!this.d.index.hasRecording(r)) return false;
+    return this.d.index.hasRecording({ ...r, ...(await recordingOnDisk({ path, finalPath: path })) });
+  }
+
   /** A file asked for by hand is a recording the index keeps from being sent (by its finished name or its working name). */
-  private recordingEnded(p: UploadPayload): boolean {
-    if (this.d.index.hasRecording({ ino: p.ino, finalPath: p.path })) return true;
-    return p.path.toLowerCase().endsWith('.part') && this.d.index.hasRecording({ ino: p.ino, finalPath: p.path.slice(0, -'.part'.length) });
+  private async recordingEnded(p: UploadPayload): Promise<boolean> {
+    if (await this.recordingEndedFor({ ino: p.ino, finalPath: p.path }, p.path)) return true;
+    return p.path.toLowerCase().endsWith('.part') && (await this.recordingEndedFor({ ino: p.ino, finalPath: p.path.slice(0, -'.part'.length) }, p.path));
   }
 
   /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
@@ -273,7 +287,7 @@ export class UploadsUnit implements DaemonUnit {
     if (!(await this.d.outbox.cancel(id, 'through the local API'))) return 'ended';
     const p = item.payload as UploadPayload;
     this.held.delete(p.path);
-    const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.d.index.addRecording(item.payload as RealtimePayload);
+    const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.endRecording(item.payload as RealtimePayload);
     await recorded.catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
     this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
     this.d.bus.emit('statusChanged', {});
@@ -353,7 +367,7 @@ export class UploadsUnit implements DaemonUnit {
     const recording = { ino: p.ino, dev: p.dev, finalPath: p.path };
     // The finished file of a recording cancelled or refused by the paused service: never queued, and known
     // from now on by its own identity (one write), as a cancelled or refused whole file is.
-    if (this.d.index.hasRecording(recording)) {
+    if (await this.recordingEndedFor(recording, p.path)) {
       await this.d.index.recordingFinished(recording, p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
       return;
     }
@@ -394,7 +408,7 @@ export class UploadsUnit implements DaemonUnit {
 
   private async queueRecording(p: RealtimePayload): Promise<void> {
     // Cancelled or refused before: seen again (after a restart, or once the queue reclaimed its item), it is not started again.
-    if (this.d.index.hasRecording(p)) return;
+    if (await this.recordingEndedFor(p, p.path)) return;
     if (!(await this.d.outbox.ready())) return;
     if (this.recordingTaken(p)) return;
     try {

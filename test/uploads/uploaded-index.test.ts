@@ -178,6 +178,26 @@ describe('UploadedIndex', () => {
     expect(JSON.parse(readFileSync(target, 'utf8'))).not.toHaveProperty('recordings');
   });
 
+  test('a later take that reused the inode and name is not the recording: smaller than it was when it ended, or born at another time', async () => {
+    const dir = stateDir();
+    const index = await loaded(dir);
+    await index.addRecording({ ino: 42, finalPath: '/media/take.mov', size: 50_000_000, birthMs: 1_000 });
+    const again = await loaded(dir); // kept across a restart, with its size and birth time
+    for (const i of [index, again]) {
+      expect(i.hasRecording({ ino: 42, finalPath: '/media/take.mov' })).toBe(true); // inode and name alone
+      expect(i.hasRecording({ ino: 42, finalPath: '/media/take.mov', size: 60_000_000, birthMs: 1_000 })).toBe(true); // the recording, grown
+      expect(i.hasRecording({ ino: 42, finalPath: '/media/take.mov', size: 4_096, birthMs: 1_000 })).toBe(false); // smaller: a new file
+      expect(i.hasRecording({ ino: 42, finalPath: '/media/take.mov', size: 90_000_000, birthMs: 2_000 })).toBe(false); // born later: a new file
+      expect(i.hasRecording({ ino: 42, finalPath: '/media/take.mov', size: 90_000_000, birthMs: 0 })).toBe(true); // no birth times on this file system
+    }
+    // An index written before sizes and birth times were kept: [ino, hash] matches by inode and name, as it did.
+    const raw = JSON.parse(readFileSync(path.join(dir, UPLOADED_INDEX_FILE), 'utf8')) as { recordings: unknown[][] };
+    raw.recordings = raw.recordings.map((e) => e.slice(0, 2));
+    writeFileSync(path.join(dir, UPLOADED_INDEX_FILE), JSON.stringify(raw));
+    const old = await loaded(dir);
+    expect(old.hasRecording({ ino: 42, finalPath: '/media/take.mov', size: 1, birthMs: 5 })).toBe(true);
+  });
+
   test('recordings are bounded: the oldest forgotten first; the watermark is not moved by them', async () => {
     expect(MAX_RECORDINGS).toBe(500);
     const dir = stateDir();

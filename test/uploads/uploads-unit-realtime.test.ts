@@ -7,7 +7,7 @@
 // cancelled or refused recording stays unsent once the queue has reclaimed
 // its record, and after a restart: the upload index remembers it.
 import { describe, it, expect, afterEach } from '@jest/globals';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { EventBus } from '../../agent/core/event-bus.js';
@@ -217,6 +217,34 @@ describe('UploadsUnit: real-time uploads', () => {
       expect(s.ob.pending()).toEqual([]);
       await s.unit.stop();
       await s.ob.close();
+    });
+
+    it('a later take given the same name and the freed inode is not the cancelled recording: it is uploaded', async () => {
+      // ext4 hands a freed inode to the next new file: a take cancelled and deleted, then the camera's next take
+      // under the same name, looks like the same inode and finished path. It is smaller than the recording was.
+      const state = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-state-'));
+      const media = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-media-'));
+      dirs.push(state, media);
+      const part = path.join(media, 'take.mov.part');
+      writeFileSync(part, Buffer.alloc(200_000));
+      const st = statSync(part);
+      const rec = { path: part, finalPath: path.join(media, 'take.mov'), name: 'take.mov', filetype: 'video/quicktime', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
+      const s = await stack(state);
+      s.bus.emit('mediaFileGrowing', { file: rec });
+      await until('the recording queued', () => s.ob.pending(REALTIME_KIND).length === 1);
+      const id = s.ob.pending(REALTIME_KIND)[0]!.id;
+      expect(await s.unit.cancel(id)).toBe('cancelled');
+      expect(s.index.hasRecording({ ino: st.ino, finalPath: rec.finalPath })).toBe(true);
+      await reclaimed(s.ob, id); // the index alone remembers it now
+
+      rmSync(part);
+      writeFileSync(part, Buffer.alloc(1_000));
+      // Seen growing under the old inode number (as the reuse makes it): what is on disk says it is another file.
+      s.bus.emit('mediaFileGrowing', { file: { ...rec, size: 1_000 } });
+      await until('the new take queued', () => s.ob.pending(REALTIME_KIND).length === 1);
+      // The cancelled one itself, grown on (as it was when cancelled, or more), is still kept out.
+      writeFileSync(part, Buffer.alloc(300_000));
+      expect(s.index.hasRecording({ ino: st.ino, finalPath: rec.finalPath, size: 300_000 })).toBe(true);
     });
   });
 });
