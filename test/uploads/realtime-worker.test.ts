@@ -94,10 +94,11 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
     const p = worker.run(it, ac.signal).then((x) => (outcome = x));
     for (let look = 0; outcome === undefined && look < 100_000; look++) {
       // Real I/O between looks (a busy machine is slow to deliver it); agent time moves a look at a time.
-      // A real millisecond only while something is under way: the thousands of looks of a recording left
-      // unwritten for REALTIME_STALL_MS need only a turn of the event loop each.
+      // A real millisecond for the first looks (where the tests write), after a part went, and every 50th
+      // look: the thousands of looks of a recording left unwritten for REALTIME_STALL_MS need only a turn of
+      // the event loop each.
       await new Promise((r) => setImmediate(r));
-      if (look % 50 === 0 || puts.length !== lastPuts) await new Promise((r) => setTimeout(r, 1));
+      if (look < 100 || look % 50 === 0 || puts.length !== lastPuts) await new Promise((r) => setTimeout(r, 1));
       lastPuts = puts.length;
       step(look);
       await clock.advance(REALTIME_LOOK_MS);
