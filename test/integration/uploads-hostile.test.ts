@@ -280,7 +280,11 @@ describe('cause 8: media-dir entries the agent does not take are said once and l
     await waitFor('the clip queued', async () => (await uploadQueue(rig)).counts.pending === 1, 20_000, 50);
     const fifo = join(rig.dirs.root, 'fifo');
     execFileSync('mkfifo', [fifo]);
+    const createsBefore = assetCreates(rig.cloud).length;
     renameSync(fifo, clip);
+    // An attempt that opened the clip just before the swap may still be on its way to the (refused) create:
+    // the fault goes once that one is answered, or the swap is already seen, so the next attempt meets the FIFO.
+    await waitFor('an attempt after the swap', async () => assetCreates(rig.cloud).length > createsBefore || (await uploadQueue(rig)).counts.dead === 1, 30_000, 20);
     refuse.remove();
     const q = await waitFor('the clip dead-lettered', async () => {
       const r = await uploadQueue(rig);
