@@ -113,6 +113,9 @@ export function isRecordingName(name: string): boolean {
   return !name.startsWith('.') && name.length > '.part'.length && name.toLowerCase().endsWith('.part');
 }
 
+/** The finished name of a working name (or path): `NAME.EXT.part` without `.part`. */
+export const finishedName = (working: string): string => working.slice(0, -'.part'.length);
+
 /** A file not yet still for long enough: its (dev, ino, size, mtime), since when (agent ms) it has had them, its folder, its size. */
 interface Pending { sig: string; since: number; dir: string; size: number }
 
@@ -296,7 +299,7 @@ export class MediaWatcher {
     const st = this.statOf(full);
     // Only a regular file of its own: a link or anything else under a working name is left alone.
     if (st === undefined || !st.isFile()) return;
-    this.growing(scan, st, { path: full, finalPath: full.slice(0, -'.part'.length), name: name.slice(0, -'.part'.length), channelKey });
+    this.growing(scan, st, { path: full, finalPath: finishedName(full), name: finishedName(name), channelKey });
   }
 
   private growing(scan: Scan, st: MediaStat, where: { path: string; finalPath: string; name: string; channelKey: string | undefined }): void {

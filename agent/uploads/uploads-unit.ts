@@ -24,7 +24,7 @@ import type { StatusSections, UploadsSection } from '../core/status-document.js'
 import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { PAUSED_REFUSED, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
-import type { SkippedView } from './media-watcher.js';
+import { finishedName, isRecordingName, type SkippedView } from './media-watcher.js';
 import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, recordingOnDisk, sameRecording, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
 import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
@@ -263,7 +263,7 @@ export class UploadsUnit implements DaemonUnit {
   /** A file asked for by hand is a recording the index keeps from being sent (by its finished name or its working name). */
   private async recordingEnded(p: UploadPayload): Promise<boolean> {
     if (await this.recordingEndedFor({ ino: p.ino, finalPath: p.path }, p.path)) return true;
-    return p.path.toLowerCase().endsWith('.part') && (await this.recordingEndedFor({ ino: p.ino, finalPath: p.path.slice(0, -'.part'.length) }, p.path));
+    return isRecordingName(path.basename(p.path)) && (await this.recordingEndedFor({ ino: p.ino, finalPath: finishedName(p.path) }, p.path));
   }
 
   /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
