@@ -99,6 +99,11 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
       // the event loop each.
       await new Promise((r) => setImmediate(r));
       if (look < 100 || look % 50 === 0 || puts.length !== lastPuts) await new Promise((r) => setTimeout(r, 1));
+      // The step runs while the worker rests between looks (its one timer armed), never while a look is
+      // on its way: a write the look in flight saw, followed by the advance that ends that look's pause,
+      // would make the next look see nothing new though the step wrote before each advance.
+      const restingBy = Date.now() + 10_000;
+      while (outcome === undefined && clock.pendingCount === 0 && Date.now() < restingBy) await new Promise((r) => setImmediate(r));
       lastPuts = puts.length;
       step(look);
       await clock.advance(REALTIME_LOOK_MS);
