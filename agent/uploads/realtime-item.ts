@@ -50,6 +50,11 @@ export interface RealtimePayload {
   dev: number;
   /** Its modification time when first seen (the asset's `offset`). */
   mtimeMs: number;
+  /**
+   * Its birth time when queued, where the file system keeps one: a later take given the same name and the
+   * freed inode is born at another time, so a cancelled item is not taken for it. Absent in older items.
+   */
+  birthMs?: number;
 }
 
 

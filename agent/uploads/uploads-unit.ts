@@ -211,7 +211,7 @@ export class UploadsUnit implements DaemonUnit {
           out.push({ path: p.path, id: again.id, duplicate: true });
           continue;
         }
-        const existing = this.existing(p) ?? this.recordingFor(p);
+        const existing = this.existing(p) ?? (await this.recordingFor(p));
         if (existing !== undefined) {
           if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
           out.push({ path: p.path, id: existing.id, duplicate: true });
@@ -237,13 +237,16 @@ export class UploadsUnit implements DaemonUnit {
    * finishes, or cancelled or refused (recordingTaken's rule). Without this, a
    * clip asked for just after its rename went twice: whole, and in real time.
    */
-  private recordingFor(p: UploadPayload): OutboxItem | undefined {
-    return this.d.outbox.items().find((i) => {
-      if (i.kind !== REALTIME_KIND) return false;
-      const r = i.payload as RealtimePayload;
-      // Asked for by its working name, it is compared under the recording's finished name.
-      return this.recordingTaken({ ino: p.ino, dev: p.dev, finalPath: p.path === r.path ? r.finalPath : p.path }, i);
-    });
+  private async recordingFor(p: UploadPayload): Promise<OutboxItem | undefined> {
+    const find = (birthMs?: number): OutboxItem | undefined =>
+      this.d.outbox.items().find((i) => {
+        if (i.kind !== REALTIME_KIND) return false;
+        const r = i.payload as RealtimePayload;
+        // Asked for by its working name, it is compared under the recording's finished name.
+        return this.recordingTaken({ ino: p.ino, dev: p.dev, finalPath: p.path === r.path ? r.finalPath : p.path }, i, birthMs);
+      });
+    // The file's birth time is looked up only when an item could stand for it.
+    return find() === undefined ? undefined : find(await bornMs(p.path));
   }
 
   /** Kept in the index as ended for good, with what is on disk now (its size and birth time tell a later take under the same inode and name from it). */
@@ -376,8 +379,9 @@ export class UploadsUnit implements DaemonUnit {
     if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
     // The finished file of a recording uploading in real time (that upload finishes it), or of one cancelled or
     // refused that the index did not record (its write failed, or an older agent ended it).
-    if (this.recordingTaken(recording)) {
-      if (this.d.outbox.items().some((i) => i.kind === REALTIME_KIND && endedForGood(i) && sameRecording(i.payload as RealtimePayload, recording))) {
+    const birthMs = this.recordingTaken(recording) ? await bornMs(p.path) : 0;
+    if (this.recordingTaken(recording, undefined, birthMs)) {
+      if (this.d.outbox.items().some((i) => i.kind === REALTIME_KIND && endedForGood(i) && sameRecording(i.payload as RealtimePayload, recording) && sameBirth(i, birthMs))) {
         await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
       }
       return;
@@ -397,12 +401,13 @@ export class UploadsUnit implements DaemonUnit {
    * queue remembers it). One that ended otherwise (the file shrank, it outgrew
    * the parts) handed the file back to go whole, which must not be stopped here.
    */
-  private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>, only?: OutboxItem): boolean {
+  /** `birthMs`: the file's birth time where known; without it (0), an ended recording stands for any file under its inode and name. */
+  private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>, only?: OutboxItem, birthMs = 0): boolean {
     return (only === undefined ? this.d.outbox.items() : [only]).some(
       (i) =>
         i.kind === REALTIME_KIND &&
         sameRecording(i.payload as RealtimePayload, p) &&
-        (i.state === 'pending' || endedForGood(i)),
+        (i.state === 'pending' || (endedForGood(i) && sameBirth(i, birthMs))),
     );
   }
 
@@ -410,9 +415,10 @@ export class UploadsUnit implements DaemonUnit {
     // Cancelled or refused before: seen again (after a restart, or once the queue reclaimed its item), it is not started again.
     if (await this.recordingEndedFor(p, p.path)) return;
     if (!(await this.d.outbox.ready())) return;
-    if (this.recordingTaken(p)) return;
+    const birthMs = await bornMs(p.path);
+    if (this.recordingTaken(p, undefined, birthMs)) return;
     try {
-      await this.d.outbox.put(REALTIME_KIND, p);
+      await this.d.outbox.put(REALTIME_KIND, birthMs > 0 ? { ...p, birthMs } : p);
       this.d.logger?.info({ name: p.name, path: p.path, channel: p.channelKey }, 'real-time upload queued: the clip is still being written');
       this.d.bus.emit('statusChanged', {});
     } catch (err) {
@@ -541,6 +547,17 @@ export class UploadsUnit implements DaemonUnit {
 }
 
 /** Cancelled, or refused by the paused service: never retried, never queued again. */
+/** The birth time of the file at `path` (0 where the file system keeps none, or it is gone). */
+async function bornMs(path: string): Promise<number> {
+  return (await recordingOnDisk({ path, finalPath: path })).birthMs ?? 0;
+}
+
+/** An ended recording's item can stand for the file born at `birthMs`: unless both birth times are known and differ (another take under the freed inode and the same name). */
+function sameBirth(i: OutboxItem, birthMs: number): boolean {
+  const was = (i.payload as RealtimePayload).birthMs ?? 0;
+  return !(was > 0 && birthMs > 0 && was !== birthMs);
+}
+
 function endedForGood(i: OutboxItem): boolean {
   return i.state === 'dead' && (i.reason?.startsWith(CANCELLED) === true || i.reason?.startsWith(PAUSED_REFUSED) === true);
 }

@@ -155,7 +155,7 @@ describe('UploadsUnit and the local API', () => {
     const finished = file('live.mp4', { ino: 77, dev: 1, size: 5_000, mtimeMs: 9_000 });
     r.unit.fileReady(finished);
     // The unit looks at the file (real I/O) before it decides: a few turns of the event loop, more on a loaded machine.
-    for (let i = 0; i < 200 && !r.indexed.has(key(finished)); i++) await new Promise((res) => setTimeout(res, 5));
+    for (let i = 0; i < 600 && !r.indexed.has(key(finished)); i++) await new Promise((res) => setTimeout(res, 5));
     await r.settle();
     expect(r.items).toHaveLength(1);
     expect(r.indexed.has(key(finished))).toBe(true);

@@ -246,5 +246,37 @@ describe('UploadsUnit: real-time uploads', () => {
       writeFileSync(part, Buffer.alloc(300_000));
       expect(s.index.hasRecording({ ino: st.ino, finalPath: rec.finalPath, size: 300_000 })).toBe(true);
     });
+
+    it('the same, while the queue still holds the cancelled item: the later take is born at another time, so it is uploaded', async () => {
+      const state = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-state-'));
+      const media = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-media-'));
+      dirs.push(state, media);
+      const part = path.join(media, 'take.mov.part');
+      writeFileSync(part, Buffer.alloc(200_000));
+      const st = statSync(part);
+      // This case needs a file system that keeps birth times (ext4, as a camera's and this machine's): say so, never pass without it.
+      expect(st.birthtimeMs).toBeGreaterThan(0);
+      const rec = { path: part, finalPath: path.join(media, 'take.mov'), name: 'take.mov', filetype: 'video/quicktime', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
+      const s = await stack(state);
+      s.bus.emit('mediaFileGrowing', { file: rec });
+      await until('the recording queued', () => s.ob.pending(REALTIME_KIND).length === 1);
+      const id = s.ob.pending(REALTIME_KIND)[0]!.id;
+      expect(await s.unit.cancel(id)).toBe('cancelled');
+
+      rmSync(part);
+      await new Promise((r) => setTimeout(r, 5)); // born at least a few ms later
+      writeFileSync(part, Buffer.alloc(250_000)); // larger than the cancelled one was: only the birth time tells them apart
+      const later = statSync(part);
+      s.bus.emit('mediaFileGrowing', { file: { ...rec, ino: later.ino, dev: later.dev, size: later.size, mtimeMs: later.mtimeMs } });
+      if (later.ino === st.ino) {
+        await until('the new take queued', () => s.ob.pending(REALTIME_KIND).length === 1);
+        expect(s.ob.pending(REALTIME_KIND)[0]!.id).not.toBe(id);
+      } else {
+        // The inode was not reused this time: a new inode is a new recording anyway.
+        await until('the new take queued', () => s.ob.pending(REALTIME_KIND).length === 1);
+      }
+      // Its finished file, renamed, belongs to the new take's upload, not to the cancelled one.
+      expect(s.ob.items().find((i) => i.id === id)?.state).toBe('dead');
+    });
   });
 });
