@@ -1,14 +1,14 @@
-// Builds the agent bundle into a private temp dir (no node_modules anywhere
-// above it), the way scripts/build.mjs does, so CLI tests run the real
-// single-file artifact without racing other suites over dist/. The options
-// are scripts/build-config.mjs's, the same as the shipped bundle's.
-import { build } from 'esbuild';
-import { mkdtempSync, rmSync } from 'node:fs';
+// The agent bundle in a private temp dir (no node_modules anywhere above it),
+// so CLI tests run the real single-file artifact where it cannot lean on the
+// repository's packages. It is dist/c2c-agent.mjs (scripts/build.mjs, built
+// once for the whole run by ensureBuilt, under its lock) copied: a build per
+// suite cost seven esbuild and brotli runs of a few CPU seconds each.
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { agentOptions, commonOptions } from '../../scripts/build-config.mjs';
+import { BUNDLE, ensureBuilt } from '../integration/agent-process.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -22,7 +22,8 @@ export interface Bundle {
 export async function buildBundle(): Promise<Bundle> {
   const dir = mkdtempSync(path.join(tmpdir(), 'c2c-cli-'));
   const file = path.join(dir, 'c2c-agent.mjs');
-  await build({ ...commonOptions, ...agentOptions(file), metafile: false, logLevel: 'warning' });
+  await ensureBuilt();
+  copyFileSync(BUNDLE, file);
   return {
     dir,
     file,
