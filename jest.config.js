@@ -10,6 +10,6 @@ export default {
   // Both cores: suites make their own temp dirs and ports (docs/testing.md, "Test time budget"). Three
   // workers were tried: 444 s of jest instead of 471, beside the steps npm test runs at the same time,
   // and end-to-end suites judging real time failed on the busier machine.
-  maxWorkers: 2,
+  maxWorkers: 3,
   testSequencer: '<rootDir>/test/support/slow-first-sequencer.mjs',
 };
