@@ -101,27 +101,37 @@ function nodeBinary(t) {
 }
 
 /**
- * The native package's version and pool file (apt-cache), and the mirror it
- * comes from (apt-cache policy): the ARM build of the same version sits
- * beside it in the pool.
+ * The native packages' versions and pool files (apt-cache show), and the
+ * mirror each comes from (apt-cache policy): the ARM build of the same
+ * version sits beside it in the pool. Two apt-cache runs for every package
+ * and target (each loads apt's whole cache: about a CPU second), asked once.
  */
-function debSource(pkg) {
-  const show = spawnSync('apt-cache', ['show', '--no-all-versions', pkg], { encoding: 'utf8' });
-  const file = /^Filename: (\S+)$/m.exec(show.stdout ?? '')?.[1];
-  const version = /^Version: (\S+)$/m.exec(show.stdout ?? '')?.[1];
-  if (show.status !== 0 || file === undefined || version === undefined) throw new Error(`apt-cache show ${pkg} gave no version (run apt-get update): ${lastLine(show.stderr)}`);
-  const policy = spawnSync('apt-cache', ['policy', pkg], { encoding: 'utf8' }).stdout ?? '';
-  // The mirror line under the candidate's version: "500 http://deb.debian.org/debian bookworm/main amd64 Packages".
-  const after = policy.slice(policy.indexOf(` ${version} `));
-  const mirror = /\d+ (https?:\/\/\S+) /.exec(after)?.[1] ?? 'http://deb.debian.org/debian';
-  return { version, file, mirror: mirror.replace(/\/+$/, '') };
+let sources;
+function debSources() {
+  if (sources !== undefined) return sources;
+  const show = spawnSync('apt-cache', ['show', '--no-all-versions', ...SYSROOT_PACKAGES], { encoding: 'utf8' });
+  const policy = spawnSync('apt-cache', ['policy', ...SYSROOT_PACKAGES], { encoding: 'utf8' }).stdout ?? '';
+  const records = (show.stdout ?? '').split(/\n\n+/);
+  sources = new Map();
+  for (const pkg of SYSROOT_PACKAGES) {
+    const rec = records.find((r) => new RegExp(`^Package: ${pkg.replace(/[+.]/g, '\\$&')}$`, 'm').test(r)) ?? '';
+    const file = /^Filename: (\S+)$/m.exec(rec)?.[1];
+    const version = /^Version: (\S+)$/m.exec(rec)?.[1];
+    if (show.status !== 0 || file === undefined || version === undefined) throw new Error(`apt-cache show ${pkg} gave no version (run apt-get update): ${lastLine(show.stderr)}`);
+    // The package's section, then the mirror line under the candidate's version: "500 http://deb.debian.org/debian bookworm/main amd64 Packages".
+    const section = policy.slice(Math.max(0, policy.search(new RegExp(`^${pkg.replace(/[+.]/g, '\\$&')}:`, 'm'))));
+    const after = section.slice(section.indexOf(` ${version} `));
+    const mirror = /\d+ (https?:\/\/\S+) /.exec(after)?.[1] ?? 'http://deb.debian.org/debian';
+    sources.set(pkg, { version, file, mirror: mirror.replace(/\/+$/, '') });
+  }
+  return sources;
 }
 
 /** The sysroot of one Debian architecture: the .debs fetched from the mirror, checked and unpacked once. */
 async function sysroot(deb) {
   const dir = path.join(cacheDir, `sysroot-${deb}`);
   const stamp = path.join(dir, '.c2c-sysroot');
-  const want = SYSROOT_PACKAGES.map((p) => ({ pkg: p, ...debSource(p) }));
+  const want = SYSROOT_PACKAGES.map((p) => ({ pkg: p, ...debSources().get(p) }));
   const wanted = want.map((w) => `${w.pkg}=${w.version}`).join('\n');
   if (existsSync(stamp) && readFileSync(stamp, 'utf8') === wanted) return { dir, how: 'cached' };
   const t0 = Date.now();
