@@ -5,6 +5,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
+import { readStatus } from '../../agent/daemon/runtime/status-file.js';
 import { makeCa, type Issuer } from '../fake-cloud/certs.js';
 import { startFakeCloud, type FakeCloud, type FakeCloudOptions } from '../fake-cloud/index.js';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -223,6 +224,16 @@ export interface StatusResult {
   exitCode: number;
   json: Record<string, unknown>;
   stderr: string;
+}
+
+/**
+ * The daemon's state as its status document (status.json in the runtime dir) says, read in this
+ * process: what a wait polls, where spawning `status --json` ten times a second cost a CPU second
+ * every second of the wait. undefined while there is no readable document.
+ */
+export function daemonState(dirs: Pick<AgentDirs, 'runtimeDir'>): string | undefined {
+  const r = readStatus(dirs.runtimeDir);
+  return r.kind === 'ok' ? r.doc.state : undefined;
 }
 
 export function status(dirs: AgentDirs, apiUrl: string, timeScale: number): Promise<StatusResult> {

@@ -7,7 +7,7 @@
 // away reach it when it answers; and an hour of healthy heartbeats writes
 // nothing at all to the state dir; after an outage the device is read again.
 import { describe, expect, it } from '@jest/globals';
-import { waitFor, cloudFetch } from './agent-process.js';
+import { daemonState, waitFor, cloudFetch } from './agent-process.js';
 import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
 import { CONNECT_PATH, MODEL, channelCalls, cli, contentSnapshot, expectedIndexes, indexesAtService, plug, serviceChannels, startChannelAgent, syncCounts, unplug, type Rig, useChannelRigs } from './channels-harness.js';
 
@@ -123,7 +123,7 @@ describe('channels: the daemon and the service', () => {
     const agent = startChannelAgent(rig);
     const timings: Record<string, number> = {};
     await withAgent(agent, async () => {
-      await waitFor('the daemon offline', async () => (await cli(rig, ['status']).catch(() => undefined))?.json.state === 'offline', 10_000, 100);
+      await waitFor('the daemon offline', () => daemonState(rig.dirs) === 'offline', 10_000, 100);
       await sleepReal(1_000);
       // The service comes back: the start-up check goes through and finds the video channel missing.
       let t = Date.now();
@@ -133,7 +133,7 @@ describe('channels: the daemon and the service', () => {
 
       // Away again; the audio card appears and the video device goes while nobody answers.
       rig.cloud.control.refuseConnections();
-      await waitFor('the daemon offline again', async () => (await cli(rig, ['status']).catch(() => undefined))?.json.state === 'offline', 20_000, 100);
+      await waitFor('the daemon offline again', () => daemonState(rig.dirs) === 'offline', 20_000, 100);
       plug(rig, 'audio');
       unplug(rig, 'video');
       await waitFor('a sync waiting', async () => ((await cli(rig, ['queue'])).json.byKind as Record<string, { pending: { items: number } }> | undefined)?.['channel-sync']?.pending.items === 1, 10_000, 100);
@@ -170,9 +170,9 @@ describe('channels: the daemon and the service', () => {
       const r = await cloudFetch(`${rig.cloud.url}${CONNECT_PATH}/${video!.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });
       expect(r.status).toBe(204);
       rig.cloud.control.refuseConnections();
-      await waitFor('the daemon offline', async () => (await cli(rig, ['status']).catch(() => undefined))?.json.state === 'offline', 20_000, 100);
+      await waitFor('the daemon offline', () => daemonState(rig.dirs) === 'offline', 20_000, 100);
       await rig.cloud.control.acceptConnections();
-      await waitFor('the daemon online', async () => (await cli(rig, ['status']).catch(() => undefined))?.json.state === 'online', 20_000, 100);
+      await waitFor('the daemon online', () => daemonState(rig.dirs) === 'online', 20_000, 100);
       const back = rig.cloud.now();
       // Five agent minutes back online: a device check on reconnection would have found the channel missing.
       await waitFor('the video channel again', () => JSON.stringify(indexesAtService(rig)) === '[0]', 5_000).catch(() => undefined);

@@ -6,7 +6,7 @@ import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { useCloudAndAgentDirs } from './setup.js';
-import { startAgent, status, waitFor } from './agent-process.js';
+import { daemonState, startAgent, status, waitFor } from './agent-process.js';
 
 const SCALE = 60;
 const fx = useCloudAndAgentDirs(SCALE);
@@ -66,7 +66,7 @@ describe('c2c-agent run and a dirty runtime dir', () => {
     await waitFor('run.lock naming the agent', names, 10_000, 0);
     agent.child.kill('SIGHUP');
     try {
-      await waitFor('online after the early SIGHUP', async () => (await status(dirs, cloud.url, SCALE)).json.state === 'online', 15_000, 50);
+      await waitFor('online after the early SIGHUP', () => daemonState(dirs) === 'online', 15_000, 50);
     } catch (err) {
       throw new Error(`${(err as Error).message}\nagent output:\n${agent.output()}`);
     }

@@ -10,7 +10,7 @@ import { describe, expect, it } from '@jest/globals';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type JournalEntry } from '../fake-cloud/index.js';
-import { status, waitFor } from './agent-process.js';
+import { daemonState, waitFor } from './agent-process.js';
 import { journalQuiet, sleepReal, type RefreshingAgent } from './refresh-harness.js';
 import { PART, agentWarnings, assetCreates, assetProblems, assetsNamed, bytesReceived, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
 
@@ -166,7 +166,7 @@ describe('interrupted uploads', () => {
     agent.child.kill('SIGTERM');
     await agent.exited;
     agent = startUploadAgent(rig);
-    await waitFor('the daemon up (paused)', async () => ['paused', 'online'].includes(String((await status(rig.dirs, rig.cloud.url, SCALE).catch(() => undefined))?.json.state)), 20_000, 100);
+    await waitFor('the daemon up (paused)', () => ['paused', 'online'].includes(String(daemonState(rig.dirs))), 20_000, 100);
     await sleepReal(3000); // 3 agent minutes: rescans, the dispatcher, a retry if there is one
     expect(assetCreates(rig.cloud).slice(before).map((e) => e.status)).toEqual([409]);
   }, 60_000);

@@ -23,7 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { startFakeCloud, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
-import { BUNDLE, cleanEnv, ensureBuilt, makeDirs, removeDirs, status, waitFor, type AgentDirs } from '../integration/agent-process.js';
+import { BUNDLE, cleanEnv, ensureBuilt, makeDirs, removeDirs, daemonState, waitFor, type AgentDirs } from '../integration/agent-process.js';
 import { FIRMWARE, makeRig, type Rig } from '../integration/channels-harness.js';
 import { HEARTBEAT_PATH } from '../integration/refresh-harness.js';
 import { STORAGE, assetsNamed, completeNamed, expectedParts, writeMedia } from '../integration/uploads-harness.js';
@@ -138,7 +138,7 @@ function startDaemon(): void {
 const tail = (): string => stdout.split('\n').filter((l) => !l.includes('"level":20')).slice(-15).join('\n');
 
 async function online(): Promise<void> {
-  await waitFor('state online', async () => (await status(dirs, cloud.url, SCALE).catch(() => undefined))?.json.state === 'online', real(120_000) + SLACK_MS, 100).catch((err: Error) => {
+  await waitFor('state online', () => daemonState(dirs) === 'online', real(120_000) + SLACK_MS, 100).catch((err: Error) => {
     throw new Error(`${err.message}\nagent output:\n${tail()}`);
   });
 }
