@@ -229,11 +229,24 @@ export interface StatusResult {
 /**
  * The daemon's state as its status document (status.json in the runtime dir) says, read in this
  * process: what a wait polls, where spawning `status --json` ten times a second cost a CPU second
- * every second of the wait. undefined while there is no readable document.
+ * every second of the wait. undefined while there is no readable document of a live daemon (of
+ * `pid`, when given).
  */
-export function daemonState(dirs: Pick<AgentDirs, 'runtimeDir'>): string | undefined {
+export function daemonState(dirs: Pick<AgentDirs, 'runtimeDir'>, pid?: number): string | undefined {
   const r = readStatus(dirs.runtimeDir);
-  return r.kind === 'ok' ? r.doc.state : undefined;
+  if (r.kind !== 'ok') return undefined;
+  // A document an earlier daemon left in the runtime dir says nothing of this one (`status` checks the lock).
+  if (pid !== undefined ? r.doc.pid !== pid : !isAlive(r.doc.pid)) return undefined;
+  return r.doc.state;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 export function status(dirs: AgentDirs, apiUrl: string, timeScale: number): Promise<StatusResult> {

@@ -66,7 +66,7 @@ describe('c2c-agent run and a dirty runtime dir', () => {
     await waitFor('run.lock naming the agent', names, 10_000, 0);
     agent.child.kill('SIGHUP');
     try {
-      await waitFor('online after the early SIGHUP', () => daemonState(dirs) === 'online', 15_000, 50);
+      await waitFor('online after the early SIGHUP', () => daemonState(dirs, agent.pid) === 'online', 15_000, 50);
     } catch (err) {
       throw new Error(`${(err as Error).message}\nagent output:\n${agent.output()}`);
     }

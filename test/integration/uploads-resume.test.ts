@@ -166,7 +166,7 @@ describe('interrupted uploads', () => {
     agent.child.kill('SIGTERM');
     await agent.exited;
     agent = startUploadAgent(rig);
-    await waitFor('the daemon up (paused)', () => ['paused', 'online'].includes(String(daemonState(rig.dirs))), 20_000, 100);
+    await waitFor('the daemon up (paused)', () => ['paused', 'online'].includes(String(daemonState(rig.dirs, agent.pid))), 20_000, 100);
     await sleepReal(3000); // 3 agent minutes: rescans, the dispatcher, a retry if there is one
     expect(assetCreates(rig.cloud).slice(before).map((e) => e.status)).toEqual([409]);
   }, 60_000);
