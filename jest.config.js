@@ -7,9 +7,9 @@ export default {
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
   testTimeout: 30000,
-  // Both cores: suites make their own temp dirs and ports (docs/testing.md, "Test time budget"). Three
-  // workers were tried: 444 s of jest instead of 471, beside the steps npm test runs at the same time,
-  // and end-to-end suites judging real time failed on the busier machine.
+  // Three: most end-to-end suites wait on agent time, and two workers kept the two cores busy half
+  // of the run. Four were no faster (CPU-bound) and more suites judging real time failed
+  // (docs/testing.md, "Test time budget"). Suites make their own temp dirs and ports.
   maxWorkers: 3,
   testSequencer: '<rootDir>/test/support/slow-first-sequencer.mjs',
 };
