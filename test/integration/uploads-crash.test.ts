@@ -21,7 +21,7 @@ import { waitFor } from './agent-process.js';
 import { tempFiles } from './channels-harness.js';
 import { soak } from '../support/soak.js';
 import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import { ASSETS_PATH, PART, STORAGE, agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, useUploadRigs } from './uploads-harness.js';
+import { ASSETS_PATH, PART, STORAGE, agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, waitForUploads, writeMedia, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const FILES = 15;
@@ -142,7 +142,7 @@ describe('uploads through SIGKILLs', () => {
     }
     const last = startUploadAgent(rig);
     await online(rig, last);
-    await waitFor('the queue empty', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 100);
+    await waitForUploads(rig, 'the queue empty', (c) => c.pending === 0, 20_000);
     expect(readdirSync(rig.dirs.stateDir).filter((n) => n.endsWith('.tmp'))).toEqual([]);
   }, 60_000);
 
@@ -164,7 +164,7 @@ describe('uploads through SIGKILLs', () => {
       expect(completeNamed(rig.cloud, `deleted-${round}.mp4`)).toHaveLength(1);
     }
     const last = startUploadAgent(rig, { deleteAfterUpload: true });
-    await waitFor('the queue empty', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 100);
+    await waitForUploads(rig, 'the queue empty', (c) => c.pending === 0, 20_000);
     dead.push(...deadLettered(last));
     for (let round = 0; round < 3; round++) expect(assetsNamed(rig.cloud, `deleted-${round}.mp4`)).toHaveLength(1);
     expect(dead).toEqual([]);

@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, utimesSync, writeFileS
 import { basename, dirname, join } from 'node:path';
 import { afterEach } from '@jest/globals';
 import { type AssetView, type FakeCloud, type JournalEntry } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs, startTestCloud } from './agent-process.js';
+import { readStatus } from '../../agent/daemon/runtime/status-file.js';
+import { ensureBuilt, killAll, makeDirs, removeDirs, type AgentDirs, startTestCloud, waitFor } from './agent-process.js';
 import { cli, makeRig, startChannelAgent, type Rig } from './channels-harness.js';
 import { reachState, type RefreshingAgent } from './refresh-harness.js';
 
@@ -130,6 +131,36 @@ export async function uploadQueue(rig: Rig): Promise<{ counts: UploadCounts; ite
   const counts = { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0 };
   const items = ((r.json.items as Array<Record<string, unknown>> | undefined) ?? []).filter((i) => i.kind === 'upload');
   return { counts, items, json: r.json };
+}
+
+/** The upload counts of the running daemon's status document (status.json), read in this process; undefined without one. */
+function documentUploadCounts(rig: Rig): UploadCounts | undefined {
+  const r = readStatus(rig.dirs.runtimeDir);
+  if (r.kind !== 'ok') return undefined;
+  const by = r.doc.queue?.byKind.upload;
+  return { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0 };
+}
+
+/**
+ * Waits until `holds` is true of the upload counts `queue --json` prints, and returns them. It polls
+ * the daemon's status document in-process and runs `queue --json` once the document agrees (or
+ * every 2 s, whatever the document says): a `queue --json` every 50 to 100 ms kept a core busy
+ * starting processes for the whole wait.
+ */
+export async function waitForUploads(rig: Rig, what: string, holds: (c: UploadCounts) => boolean, timeoutMs: number): Promise<UploadCounts> {
+  let askedAt = 0;
+  return waitFor(
+    what,
+    async () => {
+      const doc = documentUploadCounts(rig);
+      if (!(doc !== undefined && holds(doc)) && Date.now() - askedAt < 2_000) return undefined;
+      askedAt = Date.now();
+      const { counts } = await uploadQueue(rig);
+      return holds(counts) ? counts : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 }
 
 /** The service's channel id for a profile key, as the agent recorded it (channels.json), once the service lists it too. */

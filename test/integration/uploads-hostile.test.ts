@@ -22,7 +22,7 @@ import { waitFor } from './agent-process.js';
 import { cli } from './channels-harness.js';
 import type { RefreshingAgent } from './refresh-harness.js';
 import {
-  agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, sha256, startUploadAgent, storagePuts, storedProblems, uploadQueue, writeMedia, type UploadRig, useUploadRigs,
+  agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, sha256, startUploadAgent, storagePuts, storedProblems, uploadQueue, waitForUploads, writeMedia, type UploadRig, useUploadRigs,
 } from './uploads-harness.js';
 
 const SCALE = 60;
@@ -88,7 +88,7 @@ describe('cause 1: a file that changes while it uploads', () => {
     closeSync(fd);
 
     await allStoredOnce(rig, agent, 'take.mp4', fresh);
-    await waitFor('nothing pending', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 50);
+    await waitForUploads(rig, 'nothing pending', (c) => c.pending === 0, 20_000);
     expect(storedProblems(rig.cloud, 'take.mp4', fresh)).toEqual([]);
     expect(readFileSync(file).equals(fresh)).toBe(true);
     expect(completeHashes(rig, 'take.mp4')).toHaveLength(1);
@@ -115,7 +115,7 @@ describe('cause 1: a file that changes while it uploads', () => {
     const final = Buffer.concat([first, more]);
 
     await allStoredOnce(rig, agent, 'grow.mov', final);
-    await waitFor('nothing pending', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 50);
+    await waitForUploads(rig, 'nothing pending', (c) => c.pending === 0, 20_000);
     expect(storedProblems(rig.cloud, 'grow.mov', final)).toEqual([]);
     expect(completeNamed(rig.cloud, 'grow.mov')).toHaveLength(1);
   }, 60_000);
@@ -191,7 +191,7 @@ describe('cause 3: upload says ok only for what is on flash; one item per file',
 
     const agent = startUploadAgent(rig);
     await allStoredOnce(rig, agent, 'twice.mp4', data);
-    await waitFor('nothing pending', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 50);
+    await waitForUploads(rig, 'nothing pending', (c) => c.pending === 0, 20_000);
     expect(assetCreates(rig.cloud)).toHaveLength(1);
   }, 60_000);
 
@@ -206,7 +206,7 @@ describe('cause 3: upload says ok only for what is on flash; one item per file',
     await waitFor('the upload started', () => assetsNamed(rig.cloud, 'handed-twice.mp4').length > 0, 20_000, 10);
     expect(await cli(rig, ['upload', path])).toMatchObject({ exitCode: 0, json: { ok: true } });
     await allStoredOnce(rig, agent, 'handed-twice.mp4', data);
-    await waitFor('nothing pending', async () => (await uploadQueue(rig)).counts.pending === 0, 20_000, 50);
+    await waitForUploads(rig, 'nothing pending', (c) => c.pending === 0, 20_000);
     expect(assetCreates(rig.cloud)).toHaveLength(1);
     const q = await uploadQueue(rig);
     expect(q.counts.pending + q.counts.done + q.counts.dead).toBe(1);
@@ -277,7 +277,7 @@ describe('cause 8: media-dir entries the agent does not take are said once and l
     await online(rig, agent);
     const clip = join(rig.media, 'clip.mp4');
     writeMedia(clip, 300_000, HOUR);
-    await waitFor('the clip queued', async () => (await uploadQueue(rig)).counts.pending === 1, 20_000, 50);
+    await waitForUploads(rig, 'the clip queued', (c) => c.pending === 1, 20_000);
     const fifo = join(rig.dirs.root, 'fifo');
     execFileSync('mkfifo', [fifo]);
     const createsBefore = assetCreates(rig.cloud).length;

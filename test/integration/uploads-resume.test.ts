@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { type JournalEntry } from '../fake-cloud/index.js';
 import { daemonState, waitFor } from './agent-process.js';
 import { journalQuiet, sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import { PART, agentWarnings, assetCreates, assetProblems, assetsNamed, bytesReceived, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
+import { PART, agentWarnings, assetCreates, assetProblems, assetsNamed, bytesReceived, describeAssets, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, waitForUploads, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const HOUR = 3600_000;
@@ -79,7 +79,7 @@ describe('interrupted uploads', () => {
     await waitFor('the asset complete', () => (problems = assetProblems(rig.cloud.asset(assetId)!, data, 'video/mp4')).length === 0, 30_000, 20).catch((err: Error) => {
       throw new Error(`${err.message}\n${problems.join('\n')}\n${describeAssets(rig.cloud)}\n${agentWarnings(agent)}`);
     });
-    await waitFor('the queue empty', async () => (await uploadQueue(rig)).counts.pending === 0, 30_000, 100);
+    await waitForUploads(rig, 'the queue empty', (c) => c.pending === 0, 30_000);
     // What each kill cost: the bytes of PUTs it cut, plus the PUTs after it of parts already stored before it.
     const puts = storagePuts(rig.cloud, assetId);
     const wasted = marks.map((m, k) => {
@@ -102,7 +102,7 @@ describe('interrupted uploads', () => {
   // file and queue a second one, which created a second asset and sent the whole file again.
   it('a restart does not queue again a file whose upload was pending (one asset only)', async () => {
     const { rig, data } = await killMidFile('dup-take.mp4');
-    await waitFor('the queue empty', async () => (await uploadQueue(rig)).counts.pending === 0, 30_000, 100);
+    await waitForUploads(rig, 'the queue empty', (c) => c.pending === 0, 30_000);
     expect(assetsNamed(rig.cloud, 'dup-take.mp4').map((a) => a.complete)).toEqual([true]);
     expect(storedProblems(rig.cloud, 'dup-take.mp4', data, 'video/mp4')).toEqual([]);
   }, 60_000);
@@ -162,7 +162,7 @@ describe('interrupted uploads', () => {
     rig.cloud.control.pause(rig.device.id);
     const before = assetCreates(rig.cloud).length;
     writeMedia(join(rig.media, 'refused.mp4'), 100_000, HOUR);
-    await waitFor('the file dead-lettered', async () => (await uploadQueue(rig)).counts.dead === 1, 20_000, 100);
+    await waitForUploads(rig, 'the file dead-lettered', (c) => c.dead === 1, 20_000);
     agent.child.kill('SIGTERM');
     await agent.exited;
     agent = startUploadAgent(rig);
@@ -180,7 +180,7 @@ describe('interrupted uploads', () => {
     await sleepReal(200);
     writeMedia(join(rig.media, 'a-deleted.mp4'), 500_000, 2 * HOUR);
     const next = writeMedia(join(rig.media, 'b-next.mp4'), 500_000, HOUR);
-    await waitFor('both queued', async () => (await uploadQueue(rig)).counts.pending === 2, 10_000, 100);
+    await waitForUploads(rig, 'both queued', (c) => c.pending === 2, 10_000);
     rmSync(join(rig.media, 'a-deleted.mp4'));
     await rig.cloud.control.acceptConnections();
     await stored(rig, agent, 'b-next.mp4', next, 45_000);

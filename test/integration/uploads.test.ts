@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { status, waitFor } from './agent-process.js';
 import { cli, plug } from './channels-harness.js';
 import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
-import { agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, recordedChannel, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
+import { agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, recordedChannel, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, waitForUploads, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
 const HOUR = 3600_000;
@@ -75,7 +75,7 @@ describe('media uploads', () => {
     expect(puts.filter((e) => e.method !== 'PUT' || !e.authValid || e.status !== 200)).toEqual([]);
 
     // The queue and the status file say so.
-    await waitFor('no upload pending', async () => (await uploadQueue(rig)).counts.pending === 0, 10_000, 100);
+    await waitForUploads(rig, 'no upload pending', (c) => c.pending === 0, 10_000);
     const q = await uploadQueue(rig);
     expect(q.counts).toMatchObject({ pending: 0, dead: 0, dropped: 0 });
     expect(q.counts.done).toBe(files.size);
@@ -118,7 +118,7 @@ describe('media uploads', () => {
     expect(handed).toMatchObject({ exitCode: 0, json: { ok: true, via: 'daemon' } });
     await allStored(rig, agent, new Map([['handed.mp4', a]]));
     // Stopped once its end is on flash (an end that races the stop is dropped and the next run ends it from the index).
-    await waitFor('the hand-over done', async () => (await uploadQueue(rig)).counts.pending === 0, 10_000, 100);
+    await waitForUploads(rig, 'the hand-over done', (c) => c.pending === 0, 10_000);
     await stop(agent);
     const queued = await cli(rig, ['upload', join(outside, 'queued.jpg')]);
     expect(queued).toMatchObject({ exitCode: 0, json: { ok: true, via: 'queue' } });
@@ -127,7 +127,7 @@ describe('media uploads', () => {
     expect(assetsNamed(rig.cloud, 'queued.jpg')).toEqual([]);
     agent = startUploadAgent(rig);
     await allStored(rig, agent, new Map([['queued.jpg', b]]));
-    await waitFor('the queue empty', async () => (await uploadQueue(rig)).counts.pending === 0, 10_000, 100);
+    await waitForUploads(rig, 'the queue empty', (c) => c.pending === 0, 10_000);
     expect(assetCreates(rig.cloud)).toHaveLength(2);
     expect(existsSync(join(outside, 'queued.jpg'))).toBe(true);
   }, 60_000);
