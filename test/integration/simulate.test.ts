@@ -46,7 +46,9 @@ describe('npm run simulate', () => {
     expect(stdout).toContain('cam1 state starting -> online');
     expect(stdout).toContain('hardware: proxy channel plugged in');
     expect(stdout).toContain('hardware: proxy channel unplugged');
-    expect(stdout).toMatch(/cam1 state online -> offline: network ECONNREFUSED/);
+    // Offline for the outage: taken there by its refused connections, or already by a light fault's 503
+    // just before it (which heartbeat draws the 5 % depends on the machine's pace; seen in a CI run).
+    expect(stdout).toMatch(/cam1 state online -> offline: (network ECONNREFUSED|server 503)/);
     expect(stdout).toMatch(/cam1 state \S+ -> needs-pairing/);
     expect(stdout).toMatch(/cam1 state needs-pairing -> online/);
     // The report: the histogram, the timeline, the referee in words, the invariants.
