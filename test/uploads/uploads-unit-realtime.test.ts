@@ -219,9 +219,8 @@ describe('UploadsUnit: real-time uploads', () => {
       await s.ob.close();
     });
 
-    it('a later take given the same name and the freed inode is not the cancelled recording: it is uploaded', async () => {
-      // ext4 hands a freed inode to the next new file: a take cancelled and deleted, then the camera's next take
-      // under the same name, looks like the same inode and finished path. It is smaller than the recording was.
+    /** A 200 kB recording, take.mov.part in a media dir of its own, queued as a real-time item and cancelled. */
+    async function cancelledTake() {
       const state = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-state-'));
       const media = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-media-'));
       dirs.push(state, media);
@@ -234,6 +233,13 @@ describe('UploadsUnit: real-time uploads', () => {
       await until('the recording queued', () => s.ob.pending(REALTIME_KIND).length === 1);
       const id = s.ob.pending(REALTIME_KIND)[0]!.id;
       expect(await s.unit.cancel(id)).toBe('cancelled');
+      return { part, st, rec, s, id };
+    }
+
+    it('a later take given the same name and the freed inode is not the cancelled recording: it is uploaded', async () => {
+      // ext4 hands a freed inode to the next new file: a take cancelled and deleted, then the camera's next take
+      // under the same name, looks like the same inode and finished path. It is smaller than the recording was.
+      const { part, st, rec, s, id } = await cancelledTake();
       expect(s.index.hasRecording({ ino: st.ino, finalPath: rec.finalPath })).toBe(true);
       await reclaimed(s.ob, id); // the index alone remembers it now
 
@@ -248,20 +254,9 @@ describe('UploadsUnit: real-time uploads', () => {
     });
 
     it('the same, while the queue still holds the cancelled item: the later take is born at another time, so it is uploaded', async () => {
-      const state = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-state-'));
-      const media = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-rt-media-'));
-      dirs.push(state, media);
-      const part = path.join(media, 'take.mov.part');
-      writeFileSync(part, Buffer.alloc(200_000));
-      const st = statSync(part);
+      const { part, st, rec, s, id } = await cancelledTake();
       // This case needs a file system that keeps birth times (ext4, as a camera's and this machine's): say so, never pass without it.
       expect(st.birthtimeMs).toBeGreaterThan(0);
-      const rec = { path: part, finalPath: path.join(media, 'take.mov'), name: 'take.mov', filetype: 'video/quicktime', size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
-      const s = await stack(state);
-      s.bus.emit('mediaFileGrowing', { file: rec });
-      await until('the recording queued', () => s.ob.pending(REALTIME_KIND).length === 1);
-      const id = s.ob.pending(REALTIME_KIND)[0]!.id;
-      expect(await s.unit.cancel(id)).toBe('cancelled');
 
       rmSync(part);
       await new Promise((r) => setTimeout(r, 5)); // born at least a few ms later
