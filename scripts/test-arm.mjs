@@ -114,12 +114,13 @@ function debSources() {
   const records = (show.stdout ?? '').split(/\n\n+/);
   sources = new Map();
   for (const pkg of SYSROOT_PACKAGES) {
-    const rec = records.find((r) => new RegExp(`^Package: ${pkg.replace(/[+.]/g, '\\$&')}$`, 'm').test(r)) ?? '';
+    const name = pkg.replace(/[+.]/g, '\\$&'); // libstdc++6: a name as a pattern
+    const rec = records.find((r) => new RegExp(`^Package: ${name}$`, 'm').test(r)) ?? '';
     const file = /^Filename: (\S+)$/m.exec(rec)?.[1];
     const version = /^Version: (\S+)$/m.exec(rec)?.[1];
     if (show.status !== 0 || file === undefined || version === undefined) throw new Error(`apt-cache show ${pkg} gave no version (run apt-get update): ${lastLine(show.stderr)}`);
     // The package's section, then the mirror line under the candidate's version: "500 http://deb.debian.org/debian bookworm/main amd64 Packages".
-    const section = policy.slice(Math.max(0, policy.search(new RegExp(`^${pkg.replace(/[+.]/g, '\\$&')}:`, 'm'))));
+    const section = policy.slice(Math.max(0, policy.search(new RegExp(`^${name}:`, 'm'))));
     const after = section.slice(section.indexOf(` ${version} `));
     const mirror = /\d+ (https?:\/\/\S+) /.exec(after)?.[1] ?? 'http://deb.debian.org/debian';
     sources.set(pkg, { version, file, mirror: mirror.replace(/\/+$/, '') });

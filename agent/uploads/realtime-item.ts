@@ -20,19 +20,6 @@ import type { PartHashName } from './part-hash.js';
 
 export const REALTIME_KIND = 'realtime-upload';
 
-/**
- * What is on disk of a recording now, at its working name or else its finished name: its size and birth
- * time (0 where the file system keeps none), which the upload index keeps for a recording ended for good
- * (uploaded-index.ts RecordingIdentity). Nothing found: nothing known, and the index matches by inode and
- * name alone, as it did before it kept these.
- */
-export async function recordingOnDisk(p: Pick<RealtimePayload, 'path' | 'finalPath'>): Promise<{ size?: number; birthMs?: number }> {
-  for (const at of p.path === p.finalPath ? [p.path] : [p.path, p.finalPath]) {
-    const st = await fs.lstat(at).catch(() => undefined);
-    if (st?.isFile()) return { size: st.size, birthMs: st.birthtimeMs > 0 ? Math.round(st.birthtimeMs) : 0 };
-  }
-  return {};
-}
 export const REALTIME_PART_BYTES = 8 * 1024 * 1024;
 
 export interface RealtimePayload {
@@ -55,6 +42,20 @@ export interface RealtimePayload {
    * freed inode is born at another time, so a cancelled item is not taken for it. Absent in older items.
    */
   birthMs?: number;
+}
+
+/**
+ * What is on disk of a recording now, at its working name or else its finished name: its size and birth
+ * time (0 where the file system keeps none), which the upload index keeps for a recording ended for good
+ * (uploaded-index.ts RecordingIdentity). Nothing found: nothing known, and the index matches by inode and
+ * name alone, as it did before it kept these.
+ */
+export async function recordingOnDisk(p: Pick<RealtimePayload, 'path' | 'finalPath'>): Promise<{ size?: number; birthMs?: number }> {
+  for (const at of p.path === p.finalPath ? [p.path] : [p.path, p.finalPath]) {
+    const st = await fs.lstat(at).catch(() => undefined);
+    if (st?.isFile()) return { size: st.size, birthMs: st.birthtimeMs > 0 ? Math.round(st.birthtimeMs) : 0 };
+  }
+  return {};
 }
 
 

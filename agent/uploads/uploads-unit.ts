@@ -400,8 +400,9 @@ export class UploadsUnit implements DaemonUnit {
    * cancelled or refused by the paused service (never offered again while the
    * queue remembers it). One that ended otherwise (the file shrank, it outgrew
    * the parts) handed the file back to go whole, which must not be stopped here.
+   * `birthMs`: the file's birth time where known; without it (0), an ended
+   * recording stands for any file under its inode and name.
    */
-  /** `birthMs`: the file's birth time where known; without it (0), an ended recording stands for any file under its inode and name. */
   private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>, only?: OutboxItem, birthMs = 0): boolean {
     return (only === undefined ? this.d.outbox.items() : [only]).some(
       (i) =>
@@ -546,7 +547,6 @@ export class UploadsUnit implements DaemonUnit {
   }
 }
 
-/** Cancelled, or refused by the paused service: never retried, never queued again. */
 /** The birth time of the file at `path` (0 where the file system keeps none, or it is gone). */
 async function bornMs(path: string): Promise<number> {
   return (await recordingOnDisk({ path, finalPath: path })).birthMs ?? 0;
@@ -558,6 +558,7 @@ function sameBirth(i: OutboxItem, birthMs: number): boolean {
   return !(was > 0 && birthMs > 0 && was !== birthMs);
 }
 
+/** Cancelled, or refused by the paused service: never retried, never queued again. */
 function endedForGood(i: OutboxItem): boolean {
   return i.state === 'dead' && (i.reason?.startsWith(CANCELLED) === true || i.reason?.startsWith(PAUSED_REFUSED) === true);
 }

@@ -127,8 +127,7 @@ export interface UploadCounts {
 /** `queue --json`: the upload kind's counts and its listed (pending or dead) items. */
 export async function uploadQueue(rig: Rig): Promise<{ counts: UploadCounts; items: Array<Record<string, unknown>>; json: Record<string, unknown> }> {
   const r = await cli(rig, ['queue']);
-  const by = (r.json.byKind as Record<string, Record<string, { items: number }>> | undefined)?.upload;
-  const counts = { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0 };
+  const counts = uploadCountsOf((r.json.byKind as Record<string, Record<string, { items: number }>> | undefined)?.upload);
   const items = ((r.json.items as Array<Record<string, unknown>> | undefined) ?? []).filter((i) => i.kind === 'upload');
   return { counts, items, json: r.json };
 }
@@ -137,7 +136,11 @@ export async function uploadQueue(rig: Rig): Promise<{ counts: UploadCounts; ite
 function documentUploadCounts(rig: Rig): UploadCounts | undefined {
   const r = readStatus(rig.dirs.runtimeDir);
   if (r.kind !== 'ok') return undefined;
-  const by = r.doc.queue?.byKind.upload;
+  return uploadCountsOf(r.doc.queue?.byKind.upload);
+}
+
+/** The upload kind's items by state, as `queue --json` and the status document both give them (`byKind.upload`). */
+function uploadCountsOf(by: Record<string, { items: number }> | undefined): UploadCounts {
   return { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0 };
 }
 
