@@ -23,9 +23,10 @@ import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections, UploadsSection } from '../core/status-document.js';
 import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
-import { PAUSED_REFUSED, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
-import { finishedName, isRecordingName, type SkippedView } from './media-watcher.js';
-import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, recordingOnDisk, sameRecording, type RealtimePayload } from './realtime-item.js';
+import { UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
+import type { SkippedView } from './media-watcher.js';
+import { EndedRecordings, bornMs } from './ended-recordings.js';
+import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
 import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
 import type { RecordingIdentity } from './uploaded-index.js';
@@ -123,7 +124,12 @@ export class UploadsUnit implements DaemonUnit {
   private readonly held = new Map<string, UploadPayload>();
   private heldFullSaid = false;
 
-  constructor(private readonly d: UploadsUnitDeps) {}
+  /** Which recording a file is, in the queue or the index (ended-recordings.ts). */
+  private readonly recordings: EndedRecordings;
+
+  constructor(private readonly d: UploadsUnitDeps) {
+    this.recordings = new EndedRecordings({ index: d.index, items: () => d.outbox.items() });
+  }
 
   start(): void {
     this.running = true;
@@ -211,11 +217,11 @@ export class UploadsUnit implements DaemonUnit {
           out.push({ path: p.path, id: again.id, duplicate: true });
           continue;
         }
-        const existing = this.existing(p) ?? (await this.recordingFor(p));
+        const existing = this.existing(p) ?? (await this.recordings.itemFor(p));
         if (existing !== undefined) {
           if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
           out.push({ path: p.path, id: existing.id, duplicate: true });
-        } else if (this.d.index.has(p) || (await this.recordingEnded(p))) out.push({ path: p.path, id: null, duplicate: true });
+        } else if (this.d.index.has(p) || (await this.recordings.askedForInIndex(p))) out.push({ path: p.path, id: null, duplicate: true });
         else {
           const item = await this.d.outbox.put(UPLOAD_KIND, p, urgent ? { urgent } : {});
           this.held.delete(p.path);
@@ -229,44 +235,6 @@ export class UploadsUnit implements DaemonUnit {
     });
     this.work = run.then(() => undefined, () => undefined);
     return run;
-  }
-
-  /**
-   * The real-time item standing for a file asked for by hand, by its finished
-   * name or its working name (`.part`), the same inode: while it records or
-   * finishes, or cancelled or refused (recordingTaken's rule). Without this, a
-   * clip asked for just after its rename went twice: whole, and in real time.
-   */
-  private async recordingFor(p: UploadPayload): Promise<OutboxItem | undefined> {
-    const find = (birthMs?: number): OutboxItem | undefined =>
-      this.d.outbox.items().find((i) => {
-        if (i.kind !== REALTIME_KIND) return false;
-        const r = i.payload as RealtimePayload;
-        // Asked for by its working name, it is compared under the recording's finished name.
-        return this.recordingTaken({ ino: p.ino, dev: p.dev, finalPath: p.path === r.path ? r.finalPath : p.path }, i, birthMs);
-      });
-    // The file's birth time is looked up only when an item could stand for it.
-    return find() === undefined ? undefined : find(await bornMs(p.path));
-  }
-
-  /** Kept in the index as ended for good, with what is on disk now (its size and birth time tell a later take under the same inode and name from it). */
-  private async endRecording(p: RealtimePayload): Promise<void> {
-    await this.d.index.addRecording({ ino: p.ino, finalPath: p.finalPath, ...(await recordingOnDisk(p)) });
-  }
-
-  /**
-   * The index keeps this file from being sent: the recording ended for good under this inode and finished
-   * name, and not another take that reused both (checked against the file's size and birth time).
-   */
-  private async recordingEndedFor(r: { ino: number; finalPath: string }, path: string): Promise<boolean> {
-    if (!this.d.index.hasRecording(r)) return false;
-    return this.d.index.hasRecording({ ...r, ...(await recordingOnDisk({ path, finalPath: path })) });
-  }
-
-  /** A file asked for by hand is a recording the index keeps from being sent (by its finished name or its working name). */
-  private async recordingEnded(p: UploadPayload): Promise<boolean> {
-    if (await this.recordingEndedFor({ ino: p.ino, finalPath: p.path }, p.path)) return true;
-    return isRecordingName(path.basename(p.path)) && (await this.recordingEndedFor({ ino: p.ino, finalPath: finishedName(p.path) }, p.path));
   }
 
   /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
@@ -290,7 +258,7 @@ export class UploadsUnit implements DaemonUnit {
     if (!(await this.d.outbox.cancel(id, 'through the local API'))) return 'ended';
     const p = item.payload as UploadPayload;
     this.held.delete(p.path);
-    const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.endRecording(item.payload as RealtimePayload);
+    const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.recordings.end(item.payload as RealtimePayload);
     await recorded.catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
     this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
     this.d.bus.emit('statusChanged', {});
@@ -370,7 +338,7 @@ export class UploadsUnit implements DaemonUnit {
     const recording = { ino: p.ino, dev: p.dev, finalPath: p.path };
     // The finished file of a recording cancelled or refused by the paused service: never queued, and known
     // from now on by its own identity (one write), as a cancelled or refused whole file is.
-    if (await this.recordingEndedFor(recording, p.path)) {
+    if (await this.recordings.inIndex(recording, p.path)) {
       await this.d.index.recordingFinished(recording, p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
       return;
     }
@@ -379,9 +347,9 @@ export class UploadsUnit implements DaemonUnit {
     if (this.d.outbox.pending(UPLOAD_KIND).some((i) => sameUpload(i.payload as UploadPayload, p))) return;
     // The finished file of a recording uploading in real time (that upload finishes it), or of one cancelled or
     // refused that the index did not record (its write failed, or an older agent ended it).
-    const birthMs = this.recordingTaken(recording) ? await bornMs(p.path) : 0;
-    if (this.recordingTaken(recording, undefined, birthMs)) {
-      if (this.d.outbox.items().some((i) => i.kind === REALTIME_KIND && endedForGood(i) && sameRecording(i.payload as RealtimePayload, recording) && sameBirth(i, birthMs))) {
+    const birthMs = this.recordings.taken(recording) ? await bornMs(p.path) : 0;
+    if (this.recordings.taken(recording, undefined, birthMs)) {
+      if (this.recordings.endedInQueue(recording, birthMs)) {
         await this.d.index.add(p).catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled recording in the index'));
       }
       return;
@@ -395,29 +363,12 @@ export class UploadsUnit implements DaemonUnit {
     }
   }
 
-  /**
-   * A real-time item stands for this recording: one uploading it, or one
-   * cancelled or refused by the paused service (never offered again while the
-   * queue remembers it). One that ended otherwise (the file shrank, it outgrew
-   * the parts) handed the file back to go whole, which must not be stopped here.
-   * `birthMs`: the file's birth time where known; without it (0), an ended
-   * recording stands for any file under its inode and name.
-   */
-  private recordingTaken(p: Pick<RealtimePayload, 'ino' | 'dev' | 'finalPath'>, only?: OutboxItem, birthMs = 0): boolean {
-    return (only === undefined ? this.d.outbox.items() : [only]).some(
-      (i) =>
-        i.kind === REALTIME_KIND &&
-        sameRecording(i.payload as RealtimePayload, p) &&
-        (i.state === 'pending' || (endedForGood(i) && sameBirth(i, birthMs))),
-    );
-  }
-
   private async queueRecording(p: RealtimePayload): Promise<void> {
     // Cancelled or refused before: seen again (after a restart, or once the queue reclaimed its item), it is not started again.
-    if (await this.recordingEndedFor(p, p.path)) return;
+    if (await this.recordings.inIndex(p, p.path)) return;
     if (!(await this.d.outbox.ready())) return;
     const birthMs = await bornMs(p.path);
-    if (this.recordingTaken(p, undefined, birthMs)) return;
+    if (this.recordings.taken(p, undefined, birthMs)) return;
     try {
       await this.d.outbox.put(REALTIME_KIND, birthMs > 0 ? { ...p, birthMs } : p);
       this.d.logger?.info({ name: p.name, path: p.path, channel: p.channelKey }, 'real-time upload queued: the clip is still being written');
@@ -545,22 +496,6 @@ export class UploadsUnit implements DaemonUnit {
       this.work = this.work.then(() => this.lookAtSettling());
     }, Math.max(SETTLE_LOOK_MIN_MS, this.d.settleMs));
   }
-}
-
-/** The birth time of the file at `path` (0 where the file system keeps none, or it is gone). */
-async function bornMs(path: string): Promise<number> {
-  return (await recordingOnDisk({ path, finalPath: path })).birthMs ?? 0;
-}
-
-/** An ended recording's item can stand for the file born at `birthMs`: unless both birth times are known and differ (another take under the freed inode and the same name). */
-function sameBirth(i: OutboxItem, birthMs: number): boolean {
-  const was = (i.payload as RealtimePayload).birthMs ?? 0;
-  return !(was > 0 && birthMs > 0 && was !== birthMs);
-}
-
-/** Cancelled, or refused by the paused service: never retried, never queued again. */
-function endedForGood(i: OutboxItem): boolean {
-  return i.state === 'dead' && (i.reason?.startsWith(CANCELLED) === true || i.reason?.startsWith(PAUSED_REFUSED) === true);
 }
 
 function leftOf(item: OutboxItem): number {
