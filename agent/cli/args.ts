@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { SETTINGS_FLAGS, type SettingsOptions } from '../config/settings.js';
 import { optionText, SETTING_ROWS } from '../config/setting-table.js';
 import { usageError } from '../lib/errors.js';
+import { didYouMean } from '../lib/near-miss.js';
 import type { CommandContext, CommandModule, CommandOptions } from './command.js';
 
 export const COMMON_OPTIONS: CommandOptions = {
@@ -24,6 +25,13 @@ function firstSentence(message: string): string {
   return s.charAt(0).toLowerCase() + s.slice(1);
 }
 
+/** " (did you mean --api-url?)" for an unknown long option close to one the command takes, else ''. */
+function nearOption(err: unknown, options: CommandOptions): string {
+  if ((err as { code?: unknown }).code !== 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return '';
+  const given = /'(--[^'=]+)/.exec((err as Error).message)?.[1];
+  return given === undefined ? '' : didYouMean(given, Object.keys(options).map((o) => `--${o}`));
+}
+
 export interface ParsedCommand {
   ctx: CommandContext;
   help: boolean;
@@ -34,7 +42,7 @@ export function parseCommandArgs(name: string, mod: CommandModule, args: string[
   try {
     parsed = parseArgs({ args, options: { ...COMMON_OPTIONS, ...mod.options }, strict: true, allowPositionals: mod.allowPositionals ?? false });
   } catch (err) {
-    throw usageError(`${name}: ${firstSentence((err as Error).message)}; run c2c-agent ${name} --help`);
+    throw usageError(`${name}: ${firstSentence((err as Error).message)}${nearOption(err, { ...COMMON_OPTIONS, ...mod.options })}; run c2c-agent ${name} --help`);
   }
   const values = parsed.values as Record<string, string | boolean | (string | boolean)[] | undefined>;
   const settingsOptions: SettingsOptions = {};

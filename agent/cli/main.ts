@@ -40,9 +40,17 @@ async function main(argv: string[]): Promise<number> {
   }
   const { COMMANDS } = await import('./commands.js');
   if (name === undefined) throw usageError('missing command; run c2c-agent --help');
-  if (name.startsWith('-')) throw usageError(`unknown option '${name}' (the command comes first); run c2c-agent --help`);
+  if (name.startsWith('-')) {
+    // `--stauts` may be a command given as an option, `--verison` a top-level option mistyped.
+    const { nearMiss } = await import('../lib/near-miss.js');
+    const near = nearMiss(name, Object.keys(COMMANDS)) ?? nearMiss(name, [...TOP_LEVEL].filter((o) => o.startsWith('--')));
+    throw usageError(`unknown option '${name}' (the command comes first${near === undefined ? '' : `; did you mean c2c-agent ${near}?`}); run c2c-agent --help`);
+  }
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (load === undefined) throw usageError(`unknown command '${name}'; run c2c-agent --help`);
+  if (load === undefined) {
+    const { didYouMean } = await import('../lib/near-miss.js');
+    throw usageError(`unknown command '${name}'${didYouMean(name, Object.keys(COMMANDS))}; run c2c-agent --help`);
+  }
   const [mod, { parseCommandArgs, commonOptionsHelp }] = await Promise.all([load(), import('./args.js')]);
   const { ctx, help } = parseCommandArgs(name, mod, rest, process.env);
   // C2C_TOKEN wins over pairing: advice to pair cannot help then (lib/advice.ts).

@@ -10,14 +10,13 @@ import type { Settings } from '../config/types.js';
 import { statusDocumentOf, type QueueSection, type SkippedSection } from '../core/status-document.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { DaemonApi } from './daemon-api.js';
-import { formatDuration } from '../lib/text.js';
 import { readQueueOf } from '../outbox/reader.js';
 import type { OutboxItem } from '../outbox/types.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { isUploadKind, uploadView, type UploadView } from '../uploads/upload-item.js';
 import { SKIPPED_LIST_MAX } from '../uploads/media-watcher.js';
-import { formatBytes, oneLine, quote } from '../lib/text.js';
+import { formatBytes, formatDuration, oneLine, plural, quote } from '../lib/text.js';
 
 export const usage = 'queue [--json]';
 export const options = { json: { type: 'boolean' } } satisfies CommandOptions;
@@ -100,7 +99,7 @@ export function itemLine(i: ShownItem): string {
   const what = u !== undefined
     ? `${u.state.padEnd(14)} ${oneLine(u.name, 120)}: ${formatBytes(u.bytesDone)} of ${formatBytes(u.bytesTotal)}${u.realtime === 'recording' ? ' so far (recording)' : ''} [${i.id}]`
     : `${i.state.padEnd(9)} ${i.kind} ${i.id} since ${i.createdAt}`;
-  return `  ${what}${i.reason ? `: ${oneLine(i.reason, 300)}` : ''}${i.attempts ? ` (${i.attempts} attempts, last: ${oneLine(i.lastError ?? '', 300)})` : ''}`;
+  return `  ${what}${i.reason ? `: ${oneLine(i.reason, 300)}` : ''}${i.attempts ? ` (${plural(i.attempts, 'attempt')}, last: ${oneLine(i.lastError ?? '', 300)})` : ''}`;
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
@@ -118,21 +117,21 @@ export async function run(ctx: CommandContext): Promise<number> {
       printJson({ ok: true, exitCode: EXIT.ok, dir, capBytes: settings.queueMaxBytes, daemonRunning: view !== undefined, inFlight, oldestPendingAgeMs: oldestAgeMs, ...stats, items: listed, ...(skipped !== undefined && { skipped }), ...(warning !== undefined && { warnings: [warning] }) });
       return EXIT.ok;
     }
-    const lines = [`queue: ${dir}, ${stats.diskBytes} bytes on flash (cap ${settings.queueMaxBytes})${view ? '' : warning !== undefined ? '; the daemon could not be asked' : '; the daemon is not running'}`];
+    const lines = [`queue: ${dir}, ${formatBytes(stats.diskBytes)} on flash (cap ${formatBytes(settings.queueMaxBytes)})${view ? '' : warning !== undefined ? '; the daemon could not be asked' : '; the daemon is not running'}`];
     if (warning !== undefined) lines.push(`warning: ${warning}`);
     const kinds = Object.entries(stats.byKind);
     if (kinds.length === 0) lines.push('  empty');
     for (const [kind, by] of kinds) {
-      lines.push(`  ${kind}: ${by.pending.items} pending (${by.pending.bytes} bytes), ${by.done.items} done, ${by.dead.items} dead-lettered, ${by.dropped.items} dropped`);
+      lines.push(`  ${kind}: ${by.pending.items} pending (${formatBytes(by.pending.bytes)}), ${by.done.items} done, ${by.dead.items} dead-lettered, ${by.dropped.items} dropped`);
     }
     if (inFlight > 0) lines.push(`in flight: ${inFlight}`);
     if (stats.oldestPending !== null) lines.push(`oldest pending: ${stats.oldestPending} (${formatDuration(oldestAgeMs ?? 0)} ago)`);
     const dropped = Object.entries(stats.dropped);
-    lines.push(`dropped by the cap: ${dropped.length === 0 ? 'none' : dropped.map(([k, n]) => `${n} ${k}`).join(', ')}; corrupt segments moved aside: ${stats.quarantined}`);
-    if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${stats.unwritten} records`);
+    lines.push(`dropped by the cap: ${dropped.length === 0 ? 'none' : dropped.map(([k, n]) => plural(n, `${k} item`)).join(', ')}; corrupt segments moved aside: ${stats.quarantined}`);
+    if (stats.unwritten > 0) lines.push(`not yet on flash (the disk refused): ${plural(stats.unwritten, 'record')}`);
     for (const i of listed) lines.push(itemLine(i));
     if (skipped !== undefined && skipped.entries.length + skipped.more > 0) {
-      lines.push(`skipped in the media dir (not uploaded): ${skipped.entries.length + skipped.more} entr${skipped.entries.length + skipped.more === 1 ? 'y' : 'ies'}`);
+      lines.push(`skipped in the media dir (not uploaded): ${plural(skipped.entries.length + skipped.more, 'entry', 'entries')}`);
       for (const e of skipped.entries) lines.push(`  ${quote(e.name)}: ${oneLine(e.reason)}`);
       if (skipped.more > 0) lines.push(`  and ${skipped.more} more, not listed`);
     }

@@ -139,11 +139,18 @@ export async function run(ctx: CommandContext): Promise<number> {
   }
   const snap = read.doc;
   if (!daemonRuns(snap)) {
-    const message =
-      snap.state === 'stopped'
-        ? `daemon not running (stopped at ${snap.since.at})`
-        : `daemon not running (pid ${snap.pid} gone; last state ${snap.state} at ${snap.updated.at})`;
-    return fail(new AgentError('unavailable', message), { json: ctx.json, extra: { running: false, statusFile: file, last: snap } });
+    return fail(new AgentError('unavailable', notRunningMessage(snap, settings)), { json: ctx.json, extra: { running: false, statusFile: file, last: snap } });
   }
   return report(ctx, settings, snap);
+}
+
+/**
+ * How the last daemon ended, and the next step: start it, and where its log
+ * says why it stopped (the journal under systemd; a setting of its own, such
+ * as the simulator's, names its own way and no journal).
+ */
+export function notRunningMessage(snap: Pick<StatusDocument, 'state' | 'pid' | 'since' | 'updated'>, settings: Pick<Settings, 'startAdvice' | 'sources'>): string {
+  const ended = snap.state === 'stopped' ? `stopped at ${snap.since.at}` : `pid ${snap.pid} gone; last state ${snap.state} at ${snap.updated.at}`;
+  const log = settings.sources.startAdvice === 'default' ? '; its log: journalctl -u c2c-agent' : '';
+  return `daemon not running (${ended}); ${settings.startAdvice}${log}`;
 }

@@ -57,6 +57,11 @@ export function describeDuration(ms: number): string {
   return `${Math.round(abs / DAY_MS)} days`;
 }
 
+/** A count and its noun, singular for 1: "1 attempt", "2 attempts", "3 entries" (with the plural given). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
 /** Sizes and rates: binary (IEC) units, the convention of the agent and the simulator alike (byte-size.js says why). */
 export { formatBytes, formatRate } from './byte-size.js';
 
