@@ -14,6 +14,7 @@ import type { JournalEntry } from './pipeline.js';
 import { Router } from './router.js';
 import { coreRoutes } from './core.js';
 import { Pairing, pairingRoutes } from './pairing.js';
+import { approvalPageRoutes } from './approval-page.js';
 import { channelRoutes } from './channels.js';
 import { Uploads, STORAGE_PREFIX } from './uploads.js';
 import type { AssetView } from './uploads.js';
@@ -106,7 +107,7 @@ export interface FakeCloudControl {
   unpause(deviceId: string): void;
   /** The person gives the authorization an expiry, `inMs` agent ms from now (null: none); past it the device's tokens get 401. */
   setAuthorizationExpiry(deviceId: string, inMs: number | null): void;
-  /** The person approving a pairing user code; false when no pending code matches. */
+  /** The person approving a pairing user code, as typed (`015 869` is `015869`); false when no pending code matches. */
   approve(userCode: string): boolean;
   /**
    * The test's word that the device could not reach the fake during
@@ -182,6 +183,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
   const uploads = new Uploads(state, clock, options.uploadPartBytes ?? 5 * 1024 * 1024);
   coreRoutes(router, state);
   pairingRoutes(router, pairing);
+  approvalPageRoutes(router, pairing);
   channelRoutes(router, state);
   uploads.routes(router);
 

@@ -1,9 +1,10 @@
 // Standalone fake cloud: prints one JSON line {url, adminUrl, caFile,
-// clientSecret, devices} on stdout, then serves until SIGINT/SIGTERM. HTTPS
+// clientSecret, pairUrl, devices} on stdout, then serves until SIGINT/SIGTERM. HTTPS
 // with a throwaway CA by default (caFile names its PEM); --plain-http serves
 // plain HTTP on loopback instead (caFile is then '').
 import { parseArgs } from 'node:util';
 import { startFakeCloud } from './index.js';
+import { PAIR_PAGE_PATH } from './approval-page.js';
 import type { FakeCloudOptions } from './index.js';
 import { CERTIFICATE_KINDS, type CertificateKind } from './certs.js';
 
@@ -81,7 +82,7 @@ if (rl !== undefined) {
 
 const cloud = await startFakeCloud(options);
 process.stdout.write(
-  JSON.stringify({ url: cloud.url, adminUrl: cloud.adminUrl, caFile: cloud.caFile, clientSecret: cloud.clientSecret, devices: cloud.devices }) + '\n',
+  JSON.stringify({ url: cloud.url, adminUrl: cloud.adminUrl, caFile: cloud.caFile, clientSecret: cloud.clientSecret, pairUrl: `${cloud.url}${PAIR_PAGE_PATH}`, devices: cloud.devices }) + '\n',
 );
 
 let stopping = false;

@@ -42,8 +42,9 @@ export class Pairing {
     return Math.max(50, 2 * this.clock.timeScale);
   }
 
+  /** The person approving a code, typed as shown or not: spaces and dashes (`015 869`, `015-869`) are no part of it. */
   approve(userCode: string): boolean {
-    const p = this.byUserCode.get(userCode);
+    const p = this.byUserCode.get(userCode.replace(/[\s-]/g, ''));
     if (!p || p.consumed || this.clock.now() >= p.expiresAt) return false;
     p.approved = true;
     return true;
