@@ -29,9 +29,10 @@ reapOnExit({
   },
 });
 
-const parsed = parseOptions(process.argv.slice(2));
+// The environment tells when npm took an option meant for the simulator (`npm run simulate --devices 3`, the -- forgotten).
+const parsed = parseOptions(process.argv.slice(2), process.env);
 if (parsed.kind === 'usage') {
-  process.stderr.write(`simulate: ${parsed.message}; ${USAGE}\n`);
+  process.stderr.write(`simulate: ${parsed.message}${parsed.usageLine === false ? '' : `; ${USAGE}`}\n`);
   process.exit(EXIT_USAGE);
 }
 if (parsed.kind === 'help') {

@@ -19,6 +19,7 @@ export class SimCloud {
     this.clientSecret = '';
     /** The fake's throwaway CA (PEM file) the agents trust; '' over plain HTTP. */
     this.caFile = '';
+    this.pairUrl = '';
   }
 
   async start() {
@@ -42,6 +43,8 @@ export class SimCloud {
     this.adminUrl = info.adminUrl;
     this.clientSecret = info.clientSecret;
     this.caFile = info.caFile ?? '';
+    /** The approval page a person opens from a pairing code's link. */
+    this.pairUrl = info.pairUrl ?? `${info.url}/pair`;
   }
 
   async admin(method, path, body) {

@@ -42,9 +42,14 @@ function number(values, name, fallback, { min, max, integer }) {
 
 /**
  * `{ kind: 'story', options }`, `{ kind: 'fleet', args }` (handed to
- * dist/fleet.mjs as they are), `{ kind: 'help' }` or `{ kind: 'usage', message }`.
+ * dist/fleet.mjs as they are), `{ kind: 'help' }` or `{ kind: 'usage',
+ * message }` (`usageLine: false` when the message alone is the advice).
+ * `env` is the process's environment, where npm leaves the options it took.
  */
-export function parseOptions(argv) {
+export function parseOptions(argv, env = {}) {
+  const eaten = eatenByNpm(env);
+  // The command meant is the whole advice: no usage line after it.
+  if (eaten.length > 0) return { kind: 'usage', message: npmAteOptions(eaten, argv), usageLine: false };
   if (argv.some((a) => a === '--fleet' || a.startsWith('--fleet='))) return { kind: 'fleet', args: argv };
   try {
     const { values, positionals } = parseArgs({ args: argv, options: SPEC, strict: true, allowPositionals: true });
@@ -74,6 +79,47 @@ export function parseOptions(argv) {
     if (err && typeof err.code === 'string' && err.code.startsWith('ERR_PARSE_ARGS')) return { kind: 'usage', message: firstSentence(err.message) };
     throw err;
   }
+}
+
+/** Every option the simulator and the fleet take, with whether it takes a value. */
+const NPM_VISIBLE = { ...Object.fromEntries(Object.entries(SPEC).map(([k, v]) => [k, v.type === 'string'])), fleet: true, hours: true };
+
+/**
+ * `npm run simulate --devices 3` (the `--` forgotten): npm takes `--devices`
+ * as its own setting, puts npm_config_devices=true in the environment and
+ * hands the script only "3" (with `--devices=3`, nothing at all). The
+ * options npm took, as [name, value], in the simulator's order; none when
+ * the simulator was not started by `npm run simulate`.
+ */
+function eatenByNpm(env) {
+  if (env.npm_lifecycle_event !== 'simulate') return [];
+  return Object.keys(NPM_VISIBLE)
+    .map((name) => [name, env[`npm_config_${name.replace(/-/g, '_')}`]])
+    .filter(([, value]) => value !== undefined && value !== '' && value !== 'false');
+}
+
+/**
+ * The usage message for options npm took: the command that was meant, when
+ * it can be told (each option npm took as a flag given one of the arguments
+ * left over: in the order typed, else the first order the simulator
+ * accepts), else the rule.
+ */
+function npmAteOptions(eaten, argv) {
+  const names = eaten.map(([n]) => `--${n}`).join(', ');
+  const flags = eaten.filter(([name, value]) => NPM_VISIBLE[name] && value === 'true').map(([name]) => `--${name}`);
+  const fixed = eaten.filter(([name, value]) => !(NPM_VISIBLE[name] && value === 'true')).map(([name, value]) => (NPM_VISIBLE[name] ? `--${name}=${value}` : `--${name}`));
+  const what = argv.length > 0 ? `unexpected argument ${JSON.stringify(argv[0])}` : `npm took ${names} for itself`;
+  if (flags.length > argv.length || flags.length > 4) return `${argv.length > 0 ? `${what}: ` : ''}npm took ${names} for itself; put -- before the simulator's options, as in npm run simulate -- --devices 3`;
+  const values = argv.slice(0, flags.length);
+  const tries = orders(flags).map((order) => [...order.flatMap((f, i) => [f, values[i]]), ...fixed, ...argv.slice(flags.length)]);
+  const meant = tries.find((args) => parseOptions(args).kind !== 'usage') ?? tries[0];
+  return `${what}: did you mean npm run simulate -- ${meant.join(' ')}?`;
+}
+
+/** Every order of a few items, the given one first. */
+function orders(items) {
+  if (items.length <= 1) return [items];
+  return items.flatMap((first, i) => orders([...items.slice(0, i), ...items.slice(i + 1)]).map((rest) => [first, ...rest]));
 }
 
 /** parseArgs explains at length how to pass a positional starting with '-'; the first sentence names the option. */

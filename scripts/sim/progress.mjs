@@ -3,6 +3,15 @@
 // place. Anywhere else (a pipe, a CI log): plain lines only, never an escape
 // code: every story event, state change and heartbeat, and every few agent
 // minutes one status line per device.
+//
+// Lines come in agent-time order. They come from two kinds of source: the
+// story, the agents' state changes and the status lines are stamped when
+// they happen, but a heartbeat is learned from the service's journal a poll
+// later (up to a minute later for an answer held back), stamped with the
+// moment it arrived there. So while the poller runs, plain lines wait until
+// a poll has read the journal up to their time (`hold`, `release`) and go
+// out sorted; a heartbeat learned after later lines were printed is stamped
+// when it is printed and says when it was sent. Stamps never go back.
 import { bytes, clock, duration } from './report.mjs';
 
 const CSI = '\u001b[';
@@ -24,13 +33,47 @@ export class Progress {
     this.header = '';
     this.rows = [];
     this.closed = false;
+    /** Plain lines waiting for a poll to pass their time: { t, text, late, seq }. */
+    this.held = undefined;
+    this.seq = 0;
+    /** The latest agent time a line was stamped with: stamps never go back. */
+    this.printedT = 0;
   }
 
   /** A line that stays: a story event, a state change, a heartbeat (plain mode), a pairing line. */
   line(t, text) {
-    const stamped = t === undefined ? `[sim] ${text}` : `[sim ${clock(t)}] ${text}`;
+    this.emit(t, text);
+  }
+
+  /** `late`: the text for a line printed after lines stamped later than `t`, which says when it happened. */
+  emit(t, text, late = text) {
+    if (t !== undefined && this.held !== undefined && !this.closed) return void this.held.push({ t, text, late, seq: this.seq++ });
+    this.print(t, text, late);
+  }
+
+  print(t, text, late) {
+    let stamped = `[sim] ${text}`;
+    if (t !== undefined) {
+      // A second or more behind what is on the screen already: stamped now, saying when.
+      const behind = t < this.printedT - 1000;
+      this.printedT = Math.max(this.printedT, t);
+      stamped = `[sim ${clock(this.printedT)}] ${behind ? late : text}`;
+    }
     if (!this.tty || this.closed) return void this.out.write(`${stamped}\n`);
     this.out.write(`${this.clearBlock()}${stamped}\n${this.block()}`);
+  }
+
+  /** From now on plain lines wait for `release`: a poller reads the service's side from here. No effect on a terminal. */
+  hold() {
+    if (!this.tty) this.held ??= [];
+  }
+
+  /** Prints, in agent-time order, the lines held up to `mark` (the poller has read everything before it); Infinity: all, and stop holding. */
+  release(mark) {
+    if (this.held === undefined) return;
+    const ready = this.held.filter((l) => l.t <= mark).sort((a, b) => a.t - b.t || a.seq - b.seq);
+    this.held = mark === Infinity ? undefined : this.held.filter((l) => l.t > mark);
+    for (const l of ready) this.print(l.t, l.text, l.late);
   }
 
   /** Heartbeats scroll only in plain mode; on a terminal the block shows their counts. */
@@ -38,7 +81,8 @@ export class Progress {
     if (this.tty) return;
     const injected = attempt.faults.length > 0 ? ` (injected ${attempt.faults.join(', ')})` : '';
     const answer = attempt.status === 204 ? '204 accepted' : `${attempt.status === 0 ? 'no answer' : attempt.status}${injected}`;
-    this.line(t, `${device.label} heartbeat: ${answer}${gapMs !== undefined ? `, ${duration(gapMs)} after the previous one` : ''}`);
+    const after = gapMs !== undefined ? `, ${duration(gapMs)} after the previous one` : '';
+    this.emit(t, `${device.label} heartbeat: ${answer}${after}`, `${device.label} heartbeat sent at ${clock(t)}: ${answer}${after}`);
   }
 
   /** The block under the scrolling lines (terminal), or one status line per device (plain, when asked). */
@@ -72,6 +116,7 @@ export class Progress {
    * as plain lines, and no cursor movement reaches back over them.
    */
   close() {
+    this.release(Infinity);
     this.blockRows = 0;
     this.closed = true;
   }

@@ -34,7 +34,7 @@ export async function runSession(o, { bundles }) {
   try {
     await cloud.start();
     say(`c2c-agent simulator: ${o.devices} camera${o.devices === 1 ? '' : 's'}, ${o.minutes} agent minutes at --time-scale ${o.timeScale} (${((o.minutes * 60) / o.timeScale).toFixed(0)} s), faults ${o.faults}, seed ${o.seed}`);
-    say(`fake cloud at ${cloud.url} (admin ${cloud.adminUrl}), approving pairing codes after ${autoApproveSeconds} agent s`);
+    say(`fake cloud at ${cloud.url} (admin ${cloud.adminUrl}): it approves pairing codes after ${autoApproveSeconds} agent s; to approve one at once, open the link \`pair\` prints (${cloud.pairUrl}) and press Approve`);
     say(`work dir ${work}: each camera's state, runtime and media dirs, hardware tree and agent.log (removed after a clean run unless --keep)`);
     await pairAll(s);
     await startAgents(s);
@@ -165,15 +165,22 @@ function startPolling(s) {
   let nextStatus = statusEveryMs;
   let running = true;
   let busy = Promise.resolve();
+  // Heartbeats come from the journal a poll late: plain lines wait until a poll has read past their time (progress.mjs).
+  s.progress.hold();
   const tick = async () => {
-    await s.monitor.poll((d, attempt) => {
-      const hb = s.monitor.live.get(d.label).heartbeats;
-      s.progress.heartbeat(attempt.t, d, attempt, hb.length >= 2 ? attempt.t - hb.at(-2).t : undefined);
-    });
-    const t = s.monitor.now();
-    const plainStatus = t >= nextStatus;
-    if (plainStatus) nextStatus += statusEveryMs;
-    s.progress.update(t, s.monitor.network.up ? 'up' : 'DOWN', s.devices.map((d) => s.monitor.row(d)), { plainStatus });
+    const mark = s.monitor.now();
+    try {
+      await s.monitor.poll((d, attempt) => {
+        const hb = s.monitor.live.get(d.label).heartbeats;
+        s.progress.heartbeat(attempt.t, d, attempt, hb.length >= 2 ? attempt.t - hb.at(-2).t : undefined);
+      });
+      const t = s.monitor.now();
+      const plainStatus = t >= nextStatus;
+      if (plainStatus) nextStatus += statusEveryMs;
+      s.progress.update(t, s.monitor.network.up ? 'up' : 'DOWN', s.devices.map((d) => s.monitor.row(d)), { plainStatus });
+    } finally {
+      s.progress.release(mark);
+    }
   };
   const timer = setInterval(() => {
     if (running) busy = busy.then(tick).catch(() => {});
@@ -184,6 +191,7 @@ function startPolling(s) {
       clearInterval(timer);
       await busy;
       await tick().catch(() => {});
+      s.progress.release(Infinity);
     },
   };
 }
