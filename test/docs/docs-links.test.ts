@@ -2,8 +2,10 @@
 // the repository: every relative link reaches a file (and a heading, for a
 // #fragment), every page under docs/ is linked from the README, every
 // `npm run X` they show is a script in package.json, and the README's test
-// command is the one .ci/run runs.
+// command is the one .ci/run runs; the README stays within 1,200 words, its
+// first command the simulator and its second the tests.
 import { describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +14,11 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const read = (rel: string): string => readFileSync(path.join(ROOT, rel), 'utf8');
 const docsPages = (): string[] => readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`);
 const pages = (): string[] => ['README.md', 'ARCHITECTURE.md', ...docsPages()];
+
+/** The README is for a camera maker reading it through: the figures and test output live in docs/. */
+const README_MAX_WORDS = 1200;
+/** Words as `wc -w` counts them in a UTF-8 locale: runs of anything but white space. */
+const words = (text: string): number => text.split(/\s+/).filter(Boolean).length;
 
 /** Markdown outside fenced code blocks, where links are links. */
 const prose = (text: string): string => text.replace(/^```[\s\S]*?^```/gm, '');
@@ -63,6 +70,26 @@ describe('the README and docs/', () => {
       for (const m of read(page).matchAll(/npm run ([a-z][\w:-]*)/g)) if (!scripts.includes(m[1] as string)) missing.push(`${page}: npm run ${m[1]}`);
     }
     expect(missing).toEqual([]);
+  });
+
+  it('keeps the README to 1,200 words, counted as `wc -w` counts them (runs of non-space)', () => {
+    expect(words('a  b\n`c` …\td\n')).toBe(5);
+    expect(words(read('README.md'))).toBeLessThanOrEqual(README_MAX_WORDS);
+  });
+
+  it("keeps the simulator and then npm test as the README's first two commands", () => {
+    const commands = [...read('README.md').matchAll(/^```sh\n([^\n]*)/gm)].map((m) => (m[1] as string).replace(/\s+#.*$/, ''));
+    expect(commands.slice(0, 2)).toEqual(['npm ci && npm run simulate', 'npm test']);
+  });
+
+  it("writes the README's sh blocks in POSIX sh, which a camera's /bin/sh (dash) parses: no bash here-string", () => {
+    const blocks = [...read('README.md').matchAll(/^```sh\n([\s\S]*?)^```/gm)].map((m) => m[1] as string);
+    expect(blocks.length).toBeGreaterThan(2);
+    for (const block of blocks) {
+      expect(block).not.toMatch(/<<<|\[\[|\$\(<|&>/);
+      const dash = spawnSync(existsSync('/bin/dash') ? '/bin/dash' : 'sh', ['-n'], { input: block, encoding: 'utf8' });
+      expect([dash.status, dash.stderr]).toEqual([0, '']);
+    }
   });
 
   it("gives npm test as the README's test command, the one .ci/run runs", () => {
