@@ -96,13 +96,11 @@ export function errorForStatus(ctx: StatusContext): AgentError {
 }
 
 /**
- * An answer no endpoint of the service or of storage gives: a 1xx other than
- * 100 Continue (101 Switching Protocols from a misconfigured proxy or a
- * captive portal above all, but also 102 or 103). HTTP would let a client
- * read past an interim 102 or 103 to a final answer (RFC 9110, 15.2); neither
- * the service nor storage sends them, so one means something else stands in
- * the way, and the agent says so at once (exit 76) rather than wait out the
- * request's time limit for an answer that may never come.
+ * A final answer no endpoint of the service or of storage gives: 101
+ * Switching Protocols (a misconfigured proxy or a captive portal), or a 1xx a
+ * wire hands over as the final answer. The agent says so at once (exit 76)
+ * rather than wait out the request's time limit for an answer that may never
+ * come.
  */
 export function unexpectedAnswer(what: string, status: number): AgentError {
   return new AgentError('protocol', `${what}: answered HTTP ${status}, which neither the service nor storage sends (a proxy or captive portal in the way?); refused`, { status, source: what });
@@ -124,16 +122,19 @@ export function refuseUpgrade(req: NodeJS.EventEmitter, what: string, refuse: (e
 }
 
 /**
- * Refuses an interim 1xx other than 100 on Node's ClientRequest ('information'
- * is emitted for every 1xx but 101): the request is destroyed with its socket
- * and fails at once as a protocol error.
+ * The one rule for 1xx answers, for the service's transport and for storage,
+ * set on Node's ClientRequest. A client must read past any number of interim
+ * answers before the final one, even ones it did not ask for (RFC 9110,
+ * 15.2): 100 Continue, 102 Processing, 103 Early Hints (its Link headers
+ * unused) and any other 1xx are read past, as Node does by itself (it emits
+ * 'information' for each and waits on). Refusing them made a proxy's 102
+ * cost an answer the service gave (issue 27). A stream of them cannot hold a
+ * request: the time limits run from before the first (the transport's total,
+ * storage's wait for a response), and no 1xx ends them. Only 101 Switching
+ * Protocols, which no request of the agent's asks for, is refused.
  */
-export function refuseInterim(req: { on(event: 'information', fn: (info: { statusCode: number }) => void): unknown; destroy(): unknown }, what: string, refuse: (e: AgentError) => void): void {
-  req.on('information', (info) => {
-    if (info.statusCode === 100) return;
-    refuse(unexpectedAnswer(what, info.statusCode));
-    req.destroy();
-  });
+export function refuseInterim(req: NodeJS.EventEmitter, what: string, refuse: (e: AgentError) => void): void {
+  refuseUpgrade(req, what, refuse);
 }
 
 // Anything that kept us from reading an HTTP answer (refused, DNS, reset,

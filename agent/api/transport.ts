@@ -12,7 +12,7 @@ import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import { CLOCK_CHECK_REUSE_MS, CLOCK_CHECK_TIMEOUT_MS, CLOCK_WRONG_MS, CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
-import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, networkError, refuseInterim, refuseUpgrade, unexpectedAnswer } from './http-errors.js';
+import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, networkError, refuseInterim, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
@@ -302,7 +302,6 @@ export function createTransport(options: TransportOptions): Transport {
       probeWhileWaiting(req);
       // Ahead of got's own listener, which reports the first progress before returning.
       req.prependListener('response', (r: http.IncomingMessage) => (answer = r));
-      refuseUpgrade(req, what, (refused) => stop({ refused }));
       refuseInterim(req, what, (refused) => stop({ refused }));
     });
     call.on('downloadProgress', (p: { transferred: number; total?: number }) => {
@@ -394,6 +393,7 @@ function tooLarge(what: string, status: number | undefined): AgentError {
 
 /** The rules viaGot applies, for an answer a wire delivered whole. */
 function capped(res: WireResponse, what: string): Exchange {
+  // A wire hands over the final answer only: a 1xx there is a 101 or a broken wire.
   if (res.status < 200) throw new Refused(unexpectedAnswer(what, res.status));
   if (res.body.length <= MAX_RESPONSE_BYTES) return res;
   if (isSuccess(res.status)) throw new Refused(tooLarge(what, res.status));

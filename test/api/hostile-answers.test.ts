@@ -3,9 +3,10 @@
 // - an error page larger than the size cap: the status decides the kind (a
 //   503 stays temporary, a 404 stays not-found); only a 2xx that is too
 //   large is a protocol error;
-// - 101 Switching Protocols, or any other 1xx but 100 Continue: a protocol
-//   error at once, whether the connection stays open or closes, and no
-//   socket outlives the request;
+// - 101 Switching Protocols: a protocol error at once, whether the
+//   connection stays open or closes, and no socket outlives the request;
+// - any other 1xx (100, 102, 103, unknown ones) read past to the final
+//   answer (RFC 9110, 15.2; issue 27);
 // - a 2xx without the body the caller needs: a protocol error.
 // Over got (the service transport), over a wire (the fleet simulator) and for
 // presigned storage PUTs.
@@ -174,22 +175,60 @@ describe('cause 4: an answer the contract does not expect is a protocol error', 
     expect(err).toMatchObject({ kind: 'protocol' });
   });
 
-  test('an interim 102 or 103 is no answer of the service: a protocol error at once, whatever follows, and no socket kept', async () => {
-    const a = api();
-    handler = (_req, res) => {
-      res.writeProcessing();
-      res.writeHead(503, { 'content-type': 'text/html' }).end('<html>down</html>');
-    };
-    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol', exitCode: 76, details: { status: 102 } });
-    handler = (_req, res) => {
-      res.writeEarlyHints({ link: '</x.css>; rel=preload; as=style' });
-      res.writeHead(204).end();
-    };
-    expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol', details: { status: 103 } });
-    // Nothing after it: still at once, not at the time limit.
-    handler = (_req, res) => res.writeProcessing();
-    expect(await failure(api().health(undefined, 30_000))).toMatchObject({ kind: 'protocol', exitCode: 76 });
-    await until(() => open.size === 0);
+  // RFC 9110, 15.2: a client reads past any 1xx before the final answer, asked for or not (issue 27).
+  describe('interim answers (102 Processing, 103 Early Hints, any other 1xx) are read past to the final answer', () => {
+    /** Writes raw 1xx heads on the socket, then the final answer through `res`. */
+    const interimThen =
+      (heads: string[], final: (res: http.ServerResponse) => void): Handler =>
+      (req, res) => {
+        for (const h of heads) req.socket.write(h);
+        final(res);
+      };
+    const device = (res: http.ServerResponse): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'dev-1', name: 'Unit 1' }));
+    const PROCESSING = 'HTTP/1.1 102 Processing\r\n\r\n';
+    const HINTS = 'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nLink: </app.js>; rel=preload; as=script\r\n\r\n';
+
+    test('102 then a device record: GET /v2/devices/me succeeds', async () => {
+      handler = interimThen([PROCESSING], device);
+      await expect(api().getDevice()).resolves.toMatchObject({ value: { id: 'dev-1' }, meta: { status: 200 } });
+    });
+
+    test('103 with Link headers (node\'s writeEarlyHints and raw) then the answer: GET, POST and form posts succeed', async () => {
+      const a = api();
+      handler = (_req, res) => {
+        res.writeEarlyHints({ link: ['</x.css>; rel=preload; as=style', '</y.js>; rel=preload; as=script'] });
+        device(res);
+      };
+      await expect(a.getDevice()).resolves.toMatchObject({ value: { id: 'dev-1' } });
+      handler = interimThen([HINTS], (res) => void res.writeHead(204).end());
+      await expect(a.heartbeat()).resolves.toMatchObject({ meta: { status: 204 } });
+      handler = interimThen([HINTS], (res) => void res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}'));
+      await expect(a.health()).resolves.toBeDefined();
+      handler = interimThen([PROCESSING, HINTS], (res) => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: 'at-123456', refresh_token: 'rt-123456', token_type: 'bearer', expires_in: 3600 })));
+      await expect(a.oauth.refresh({ clientId: 'c', clientSecret: 's' }, 'rt')).resolves.toMatchObject({ accessToken: 'at-123456' });
+    });
+
+    test('several 1xx of every kind (100, 102, 103, an unknown 150, 199), then the answer, on one kept-alive connection twice', async () => {
+      const a = api();
+      handler = interimThen(['HTTP/1.1 100 Continue\r\n\r\n', PROCESSING, PROCESSING, HINTS, 'HTTP/1.1 150 Whatever\r\nX-Odd: 1\r\n\r\n', 'HTTP/1.1 199 Misc\r\n\r\n', PROCESSING], device);
+      for (let i = 0; i < 2; i++) await expect(a.getDevice()).resolves.toMatchObject({ value: { id: 'dev-1' } });
+    });
+
+    test('a 1xx before an error answer keeps that answer\'s kind: a 503 stays temporary', async () => {
+      handler = interimThen([PROCESSING], (res) => void res.writeHead(503, { 'content-type': 'text/html', 'retry-after': '9' }).end('<html>down</html>'));
+      expect(await failure(api().heartbeat())).toMatchObject({ kind: 'server', exitCode: 75, details: { status: 503, retryAfterMs: 9_000 } });
+    });
+
+    test('a 102 and then nothing is a request still waiting: it ends at its time limit as a network failure, not as a protocol error', async () => {
+      handler = (req) => void req.socket.write(PROCESSING);
+      const err = await failure(api().health(undefined, 300));
+      expect(err).toMatchObject({ kind: 'network', exitCode: 69 });
+    });
+
+    test('a 101 after a 102 is still refused at once', async () => {
+      handler = interimThen([PROCESSING], (res) => void res.socket?.write(RAW_101));
+      expect(await failure(api().health(undefined, 30_000))).toMatchObject({ kind: 'protocol', exitCode: 76, details: { status: 101 } });
+    });
   });
 
   test('100 Continue is read past as HTTP intends', async () => {
@@ -295,6 +334,22 @@ describe('presigned storage PUTs', () => {
       handler = bigPage(503, { chunked, headers: { 'retry-after': '5' } });
       expect(await failure(put())).toMatchObject({ kind: 'rate-limited', exitCode: 75 });
     }
+  });
+
+  test('102, 103 and other 1xx before the answer are read past: the PUT succeeds with its ETag, and a 503 after them stays temporary', async () => {
+    const heads = ['HTTP/1.1 102 Processing\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n', 'HTTP/1.1 150 Whatever\r\n\r\n'];
+    for (const first of [[heads[0]], [heads[1]], heads] as string[][]) {
+      handler = (req, res) => {
+        for (const h of first) req.socket.write(h as string);
+        res.writeHead(200, { etag: '"abc123"' }).end();
+      };
+      await expect(put()).resolves.toMatchObject({ status: 200, etag: '"abc123"' });
+    }
+    handler = (req, res) => {
+      req.socket.write(heads[0] as string);
+      res.writeHead(503, { 'retry-after': '5' }).end();
+    };
+    expect(await failure(put())).toMatchObject({ kind: 'rate-limited', exitCode: 75 });
   });
 
   for (const keepOpen of [true, false]) {

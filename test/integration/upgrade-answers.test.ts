@@ -4,6 +4,8 @@
 // connection closed the event loop emptied and `check --json` exited 0 with no
 // output at all; with it kept open check, pair and unpair hung; the daemon
 // kept one socket per answer. Now each is a protocol error (76) at once.
+// Interim answers (102, 103, any other 1xx) come before a final one and are
+// read past (issue 27): `check` after them is exit 0.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -89,6 +91,39 @@ describe('check --json against a 101', () => {
       expect(r.stdout + r.stderr).not.toContain(ACCESS);
     });
   }
+});
+
+describe('check --json after interim 1xx answers (issue 27): read past, as RFC 9110 15.2 asks', () => {
+  const PROCESSING = 'HTTP/1.1 102 Processing\r\n\r\n';
+  const HINTS = 'HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\nLink: </app.js>; rel=preload; as=script\r\n\r\n';
+  const cases: Array<[string, string[]]> = [
+    ['102 then the device record', [PROCESSING]],
+    ['103 with Link headers then the device record', [HINTS]],
+    ['several 1xx (100, 102, 103, 102, an unknown 150) then the device record', ['HTTP/1.1 100 Continue\r\n\r\n', PROCESSING, HINTS, PROCESSING, 'HTTP/1.1 150 Whatever\r\n\r\n']],
+  ];
+  for (const [name, heads] of cases) {
+    it(`${name}: exit 0 with the device`, async () => {
+      routes = {
+        'GET /v2/devices/me': (req, res) => {
+          for (const h of heads) req.socket.write(h);
+          json({ id: 'dev-interim-1', name: 'Unit 1', status: 'active' })(req, res);
+        },
+      };
+      const u = unit();
+      const r = await runCommand(['check', '--json', ...settingsArgs(u.s)], u.dirs, { C2C_TOKEN: ACCESS });
+      expect({ code: r.code, signal: r.signal, stderr: r.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+      expect(r.events).toEqual([expect.objectContaining({ ok: true })]);
+      expect(r.stdout).toContain('dev-interim-1');
+    });
+  }
+
+  it('a 101 after a 102 is still exit 76 at once', async () => {
+    routes = { '*': (req) => void req.socket.write(PROCESSING + RAW_101) };
+    const u = unit();
+    const r = await runCommand(['check', '--json', ...settingsArgs(u.s)], u.dirs, { C2C_TOKEN: ACCESS });
+    expect({ code: r.code, signal: r.signal }).toEqual({ code: 76, signal: null });
+    expect(r.stdout).toContain('HTTP 101');
+  });
 });
 
 describe('pair against a 101', () => {

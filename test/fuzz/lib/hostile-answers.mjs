@@ -3,7 +3,7 @@
 // random status with some error body, a 2xx whose JSON is broken in one named
 // way, a redirect), header garbage on top (Retry-After, Date, rate-limit
 // headers), and the framing on the wire (Content-Length honest or lying,
-// chunked, close-delimited, 1xx first, a 101 upgrade, a body that never ends,
+// chunked, close-delimited, interim 1xx first, a 101 upgrade, a body that never ends,
 // a slow drip, nothing at all). Each answer carries an `outcome` saying what a
 // correct client can make of it, which the oracles (answers.mjs) turn into
 // the exit codes a command may give. The endpoints and their proper answers
@@ -451,11 +451,23 @@ async function streamHuge(io, size, chunked) {
   if (chunked) await io.write('0\r\n\r\n');
 }
 
+/** One interim answer: 100, 102, 103 with Link headers, or a 1xx nobody defined. */
+function interimHead(rng) {
+  return rng.pick([
+    'HTTP/1.1 100 Continue\r\n\r\n',
+    'HTTP/1.1 102 Processing\r\n\r\n',
+    'HTTP/1.1 103 Early Hints\r\nLink: </x.css>; rel=preload; as=style\r\n\r\n',
+    'HTTP/1.1 103 Early Hints\r\nLink: </a.js>; rel=preload; as=script\r\nLink: <https://cdn.invalid>; rel=preconnect\r\n\r\n',
+    'HTTP/1.1 150 Whatever\r\nX-Interim: 1\r\n\r\n',
+  ]);
+}
+
 /**
  * The framing of one answer: {label, kind, write(io, content) → 'keep'|'close'|'hang'}.
- * `kind` is what the client can make of it: answer (the content as sent),
- * broken (no usable answer), hang (nothing more ever comes), upgrade (101),
- * odd (a client may take it or refuse it), and slow (the content, late).
+ * `kind` is what the client can make of it: answer (the content as sent,
+ * after any interim 1xx, which a client reads past), broken (no usable
+ * answer), hang (nothing more ever comes), upgrade (a 101: refused), odd (a
+ * client may take it or refuse it), and slow (the content, late).
  */
 export function drawFraming(rng, mix) {
   const cl = (c, extra = []) => head(c.status, [...c.headers, ...extra, ['Content-Length', String(c.body.length)]]);
@@ -539,17 +551,17 @@ export function drawFraming(rng, mix) {
       for (let i = 0; i < rng.int(1, 3); i++) await io.write('HTTP/1.1 100 Continue\r\n\r\n');
       return (await io.write(Buffer.concat([cl(c), c.body]))) ? 'keep' : 'close';
     } }],
-    // A 102 or 103 is no answer of the service's (docs/service-api.md): the agent refuses it at once like a 101 (exit 76).
-    [1, { label: 'interim-first', kind: 'upgrade', write: async (io, c) => {
-      await io.write(rng.pick(['HTTP/1.1 102 Processing\r\n\r\n', 'HTTP/1.1 103 Early Hints\r\nLink: </x>; rel=preload\r\n\r\n']));
+    // Interim answers before the final one are read past, asked for or not (RFC 9110, 15.2; docs/commands.md): the answer counts.
+    [2, { label: 'interim-first', kind: 'answer', write: async (io, c) => {
+      for (let i = 0, n = rng.int(1, 4); i < n; i++) await io.write(interimHead(rng));
       return (await io.write(Buffer.concat([cl(c), c.body]))) ? 'keep' : 'close';
     } }],
-    [1, { label: 'informational-then-hang', kind: 'hang', write: async (io) => {
-      await io.write('HTTP/1.1 100 Continue\r\n\r\n');
+    [1, { label: 'interim-then-hang', kind: 'hang', write: async (io) => {
+      await io.write(interimHead(rng));
       return 'hang';
     } }],
-    [1, { label: 'informational-then-close', kind: 'broken', write: async (io) => {
-      await io.write('HTTP/1.1 102 Processing\r\n\r\n');
+    [1, { label: 'interim-then-close', kind: 'broken', write: async (io) => {
+      await io.write(interimHead(rng));
       return 'close';
     } }],
     [4, { label: 'switching-protocols-101', kind: 'upgrade', write: async (io, c) => {
