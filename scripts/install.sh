@@ -2,13 +2,14 @@
 # Installs c2c-agent on a camera (a Pi with systemd and Node.js >= 20): the
 # files in packaging/files.list (bundle and profiles under /opt/c2c-agent,
 # the unit, the sysusers file, the c2c-agent command, a default config that
-# never replaces the administrator's), the c2c-agent user and its state dir;
-# then enables the service and starts it once the config names the service
+# never replaces the administrator's), the c2c-agent user and its state dir,
+# the unit's encrypted token-key (made once, never replaced); then enables
+# the service and starts it once the config names the service
 # (restarts it when it already runs: an upgrade). Running it again gives the
 # same result.
 #
 #   npm run build && sudo sh scripts/install.sh
-#   sudo sh scripts/install.sh --uninstall           # keeps credentials, queue, config
+#   sudo sh scripts/install.sh --uninstall           # keeps credentials, queue, config, token-key
 #   sudo sh scripts/install.sh --uninstall --purge   # removes them too
 #   DESTDIR=/tmp/stage sh scripts/install.sh [--uninstall]   # files only: no user, no systemctl
 set -eu
@@ -93,6 +94,7 @@ if [ "$action" = install ]; then
   install_files
   [ -n "$dest" ] && exit 0
   c2c_create_user_and_dirs
+  c2c_setup_credentials
   systemctl daemon-reload
   systemctl enable --quiet "$C2C_UNIT"
   if systemctl --quiet is-active "$C2C_UNIT"; then
@@ -116,6 +118,6 @@ else
     c2c_purge_data
     echo "c2c-agent: removed with its credentials, queue and config (the $C2C_USER user stays)"
   else
-    echo "c2c-agent: removed; kept $C2C_STATE_DIR (credentials, queue) and $C2C_CONFIG_DIR: --purge removes them"
+    echo "c2c-agent: removed; kept $C2C_STATE_DIR (credentials, queue), $C2C_CONFIG_DIR and the unit's keys in $C2C_CREDSTORE: --purge removes them"
   fi
 fi

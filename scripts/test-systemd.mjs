@@ -7,8 +7,12 @@
 //   npm run test:systemd            (C2C_DEBIAN_MIRROR=... to use another mirror)
 //
 // For the watchdog check a drop-in lowers WatchdogSec from 120 s to 10 s
-// (real time); nothing else in the unit is changed. Then the container
-// files are built and run on the same base image (container-checks.mjs).
+// (real time); nothing else in the unit is changed. The client secret is
+// encrypted with systemd-creds inside the container, the token-key is the
+// one the package made, and the fake issues 30 s tokens, so the credentials
+// file is written by pairing and by several refreshes under the real unit
+// (docs/packaging.md, "Secrets at rest"). Then the container files are
+// built and run on the same base image (container-checks.mjs).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,6 +24,13 @@ const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..')
 const UNIT = 'c2c-agent.service';
 const TEST_WATCHDOG_SEC = 10;
 const CLIENT_SECRET = 'test-systemd-client-secret';
+/** The fake's token lifetime, real seconds: a refresh every 15 to 22 s while the checks run. */
+const TOKEN_LIFETIME_S = 30;
+const CREDSTORE = '/etc/credstore.encrypted';
+const TOKEN_KEY_CRED = `${CREDSTORE}/c2c-agent.token-key`;
+const SECRET_CRED = `${CREDSTORE}/c2c-agent.client-secret`;
+/** What the fake's access and refresh tokens start with (test/fake-cloud/state.ts secret()). */
+const TOKEN_IN_CLEAR = 'fc[ar]_';
 const started = Date.now();
 const secs = (ms) => `${(ms / 1000).toFixed(1)} s`;
 const log = (line) => process.stdout.write(`${line}\n`);
@@ -77,9 +88,12 @@ try {
   const user = machine.sh('id -u c2c-agent').status === 0;
   check('dpkg -i', inst.status === 0 && enabled === 'enabled' && active === 'inactive' && user,
     `exit ${inst.status}, unit ${enabled} and ${active} (no apiUrl yet), user c2c-agent ${user ? 'created' : 'MISSING'}; postinst said: ${lastLine(inst.out)}`);
+  const keyMode = machine.sh(`stat -c %a ${TOKEN_KEY_CRED}`).stdout.trim();
+  const keyBytes = machine.sh(`systemd-creds decrypt --name=token-key ${TOKEN_KEY_CRED} - | wc -c`).stdout.trim();
+  check('token-key', keyMode === '600' && keyBytes === '32', `postinst made ${TOKEN_KEY_CRED} (mode ${keyMode || 'MISSING'}), which systemd-creds decrypts to ${keyBytes || '?'} bytes`);
 
   // 2. The fake cloud next to it, approving pairing codes after 1 s.
-  machine.sh(`systemd-run --unit c2c-fake-cloud node /root/fake-cloud.mjs --plain-http --port 8080 --admin-port 8081 --devices 0 --auto-approve 1 --client-secret ${CLIENT_SECRET}`);
+  machine.sh(`systemd-run --unit c2c-fake-cloud node /root/fake-cloud.mjs --plain-http --port 8080 --admin-port 8081 --devices 0 --auto-approve 1 --token-lifetime ${TOKEN_LIFETIME_S} --client-secret ${CLIENT_SECRET}`);
   const cloud = await waitFor('fake cloud', () => {
     const line = machine.sh('journalctl -u c2c-fake-cloud -o cat | grep -m1 adminUrl').stdout.trim();
     return line ? JSON.parse(line) : undefined;
@@ -87,11 +101,12 @@ try {
   if (!check('fake cloud', cloud.value !== undefined, cloud.value ? `listening on ${cloud.value.url}` : 'no start line within 20 s')) throw new Error('no fake cloud');
   const { url, adminUrl } = cloud.value;
 
-  // 3. Configure as the README says, with the test's shorter watchdog.
+  // 3. Configure as docs/packaging.md says (the client secret encrypted, never on disk in clear), with the test's shorter watchdog.
+  const encrypt = machine.sh(`printf '%s' '${CLIENT_SECRET}' | systemd-creds encrypt --name=client-secret - ${SECRET_CRED}`);
+  check('client secret encrypted', encrypt.status === 0 && machine.sh(`grep -c '${CLIENT_SECRET}' ${SECRET_CRED}`).stdout.trim() === '0',
+    `systemd-creds encrypt exit ${encrypt.status}; ${SECRET_CRED} holds no clear text; no clientSecretFile in the config`);
   machine.sh([
-    `printf '%s' '${CLIENT_SECRET}' > /etc/c2c-agent/client-secret`,
-    'chown c2c-agent: /etc/c2c-agent/client-secret && chmod 0600 /etc/c2c-agent/client-secret',
-    `printf '{"apiUrl": "${url}", "clientSecretFile": "/etc/c2c-agent/client-secret"}\\n' > /etc/c2c-agent/config.json`,
+    `printf '{"apiUrl": "${url}"}\\n' > /etc/c2c-agent/config.json`,
     `mkdir -p /etc/systemd/system/${UNIT}.d`,
     `printf '[Service]\\nWatchdogSec=${TEST_WATCHDOG_SEC}s\\n' > /etc/systemd/system/${UNIT}.d/test-watchdog.conf`,
     'systemctl daemon-reload',
@@ -121,6 +136,11 @@ try {
   const online = await waitFor('online', () => (/^online/.test(statusLine()) ? statusLine() : undefined), 10_000);
   check('STATUS= (online)', online.value !== undefined, `systemctl status shows ${online.value ?? statusLine()}`);
 
+  // 6b. Commands from a shell read the encrypted file through the running unit's credentials.
+  const asRoot = machine.sh('c2c-agent check');
+  const asAgent = machine.sh('runuser -u c2c-agent -- c2c-agent check');
+  check('check from a shell', asRoot.status === 0 && asAgent.status === 0, `root: exit ${asRoot.status}, c2c-agent: exit ${asAgent.status} (${lastLine(asAgent.out)})`);
+
   // 7. A hung agent: SIGSTOP, the watchdog kills it, Restart= brings it back.
   const before = machine.show(UNIT, ['MainPID', 'NRestarts']);
   const tStop = Date.now();
@@ -138,6 +158,30 @@ try {
     ? `pid ${before.MainPID} stopped; "${wdLog}"; then "${killLog}"; pid ${back.value.MainPID} READY ${secs(Date.now() - tStop)} after SIGSTOP (WatchdogSec=${TEST_WATCHDOG_SEC}s, SIGKILL after TimeoutStopSec=10s, RestartSec=10s), NRestarts ${before.NRestarts} -> ${back.value.NRestarts}`
     : `no restart within ${secs(back.ms)}; journal: ${wdLog || 'no watchdog line'}`);
 
+  // 7b. Secrets at rest: after pairing and refreshes (and the restart above), the state dir holds the envelope and no token.
+  const refreshed = await waitFor('two refreshes', () => {
+    const n = Number(machine.sh(`journalctl -u ${UNIT} -o cat | grep -c '"access token refreshed"'`).stdout.trim());
+    return n >= 2 ? n : undefined;
+  }, 60_000);
+  const clearFiles = machine.sh(`grep -rlaE '${TOKEN_IN_CLEAR}' /var/lib/c2c-agent`).stdout.trim();
+  const sealed = machine.sh('head -c 48 /var/lib/c2c-agent/credentials.json').stdout;
+  check('no token in clear', refreshed.value !== undefined && clearFiles === '' && sealed.startsWith('{"format":"c2c-agent-credentials-encrypted"'),
+    `${refreshed.value ?? 'fewer than 2'} refreshes since pairing; credentials.json starts ${JSON.stringify(sealed.slice(0, 48))}; files under /var/lib/c2c-agent with a token in clear: ${clearFiles === '' ? 'none' : clearFiles.split('\n').join(', ')}`);
+
+  // 7c. A restart reads the encrypted credentials back and goes on.
+  const beatsBefore = machine.admin(adminUrl, `/referee/${deviceId}`).successfulHeartbeats;
+  const needsPairing = () => Number(machine.sh(`journalctl -u ${UNIT} -o cat | grep -c -- '-> needs-pairing'`).stdout.trim());
+  const needsPairingBefore = needsPairing();
+  const restart = machine.sh(`systemctl restart ${UNIT}`);
+  const again = await waitFor('online after the restart', () => {
+    const r = machine.admin(adminUrl, `/referee/${deviceId}`);
+    return /^online/.test(statusLine()) && r.successfulHeartbeats > beatsBefore ? r : undefined;
+  }, 30_000);
+  const needsPairingAfter = needsPairing();
+  check('restart', restart.status === 0 && again.value !== undefined && needsPairingAfter === needsPairingBefore, again.value
+    ? `systemctl restart; online and heartbeating again after ${secs(again.ms)} (${beatsBefore} -> ${again.value.successfulHeartbeats} heartbeats); needs-pairing since: ${needsPairingAfter - needsPairingBefore}`
+    : `not online with a new heartbeat within ${secs(again.ms)}: ${statusLine()}`);
+
   // 8. systemd-analyze security on the running unit.
   const sec = machine.sh(`SYSTEMD_COLORS=0 systemd-analyze security ${UNIT}`);
   const score = /Overall exposure level for \S+: (\d+(?:\.\d+)?) (\S+)/.exec(sec.stdout);
@@ -150,16 +194,23 @@ try {
   const s2 = machine.show(UNIT, ['ActiveState', 'Result', 'ExecMainStatus']);
   check('stop', stop.status === 0 && s2.Result === 'success' && haltMs < 5000, `systemctl stop took ${secs(haltMs)}; Result=${s2.Result}, exit status ${s2.ExecMainStatus}, ${s2.ActiveState}`);
 
+  // 9b. With the unit stopped a shell has no token-key: one line and 77, and what docs/packaging.md says to run instead works.
+  const locked = machine.sh('runuser -u c2c-agent -- c2c-agent check');
+  const lockedLines = locked.stderr.trim().split('\n');
+  const viaRun = machine.sh(`systemd-run --pipe --wait --quiet -p User=c2c-agent -p LoadCredentialEncrypted=token-key:c2c-agent.token-key -p LoadCredentialEncrypted=client-secret:c2c-agent.client-secret c2c-agent check`);
+  check('check, unit stopped', locked.status === 77 && lockedLines.length === 1 && /no token-key/.test(locked.stderr) && viaRun.status === 0,
+    `from a shell: exit ${locked.status}, "${lockedLines[0]}"; through systemd-run with the unit's credentials: exit ${viaRun.status}`);
+
   // 10. Remove keeps the credentials; purge deletes them.
   const rm = machine.sh('dpkg -r c2c-agent 2>&1');
-  const kept = machine.sh('test -f /var/lib/c2c-agent/credentials.json && test -f /etc/c2c-agent/config.json').status === 0;
+  const kept = machine.sh(`test -f /var/lib/c2c-agent/credentials.json && test -f /etc/c2c-agent/config.json && test -f ${TOKEN_KEY_CRED} && test -f ${SECRET_CRED}`).status === 0;
   const gone = machine.sh('test ! -e /opt/c2c-agent && test ! -e /usr/lib/systemd/system/c2c-agent.service').status === 0;
   const afterRemove = machine.sh(`systemctl is-active ${UNIT}`).stdout.trim();
   check('dpkg -r', rm.status === 0 && kept && gone && afterRemove !== 'active',
-    `exit ${rm.status}; daemon ${afterRemove}; program and unit ${gone ? 'gone' : 'STILL THERE'}; credentials and config ${kept ? 'kept' : 'LOST'}`);
+    `exit ${rm.status}; daemon ${afterRemove}; program and unit ${gone ? 'gone' : 'STILL THERE'}; credentials, config and encrypted keys ${kept ? 'kept' : 'LOST'}`);
   const purge = machine.sh('dpkg -P c2c-agent 2>&1');
-  const clean = machine.sh('test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /run/c2c-agent').status === 0;
-  check('dpkg -P', purge.status === 0 && clean, `exit ${purge.status}; state, runtime and config dirs ${clean ? 'removed' : 'STILL THERE'}`);
+  const clean = machine.sh(`test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /run/c2c-agent && test ! -e ${CREDSTORE}`).status === 0;
+  check('dpkg -P', purge.status === 0 && clean, `exit ${purge.status}; state, runtime and config dirs and the encrypted keys ${clean ? 'removed' : 'STILL THERE'}`);
 
   // 11. The same with scripts/install.sh, twice, then --uninstall [--purge].
   installScriptChecks(url);
@@ -181,7 +232,7 @@ function installScriptChecks(url) {
   machine.sh(`mkdir -p ${src}/scripts`);
   for (const p of ['dist', 'firmware-profiles', 'systemd', 'packaging']) machine.copyIn(path.join(root, p), `${src}/${p}`);
   machine.copyIn(path.join(root, 'scripts/install.sh'), `${src}/scripts/install.sh`);
-  const listing = `find /opt/c2c-agent /etc/c2c-agent /etc/systemd/system/${UNIT} /usr/lib/sysusers.d/c2c-agent.conf /usr/local/bin/c2c-agent /var/lib/c2c-agent -printf '%p %m %u\\n' | sort; md5sum /opt/c2c-agent/dist/c2c-agent.mjs /etc/c2c-agent/config.json`;
+  const listing = `find /opt/c2c-agent /etc/c2c-agent /etc/systemd/system/${UNIT} /usr/lib/sysusers.d/c2c-agent.conf /usr/local/bin/c2c-agent /var/lib/c2c-agent ${CREDSTORE} -printf '%p %m %u\\n' | sort; md5sum /opt/c2c-agent/dist/c2c-agent.mjs /etc/c2c-agent/config.json ${TOKEN_KEY_CRED}`;
   machine.sh(`mkdir -p /etc/c2c-agent && printf '{"apiUrl": "${url}"}\\n' > /etc/c2c-agent/config.json`);
   const first = machine.sh(`sh ${src}/scripts/install.sh`);
   const s1 = machine.show(UNIT, ['ActiveState', 'StatusText']);
@@ -192,14 +243,14 @@ function installScriptChecks(url) {
   const second = machine.sh(`sh ${src}/scripts/install.sh`);
   const layout2 = machine.sh(listing).stdout;
   const s2 = machine.show(UNIT, ['ActiveState']);
-  check('install.sh again', second.status === 0 && layout1 === layout2 && s2.ActiveState === 'active',
-    `exit ${second.status}: ${lastLine(second.out)}; files, modes and owners ${layout1 === layout2 ? 'identical' : 'DIFFER'} (${layout1.split('\n').length - 3} paths), ${s2.ActiveState}`);
+  check('install.sh again', second.status === 0 && layout1 === layout2 && s2.ActiveState === 'active' && layout1.includes(TOKEN_KEY_CRED),
+    `exit ${second.status}: ${lastLine(second.out)}; files, modes and owners ${layout1 === layout2 ? 'identical' : 'DIFFER'} (${layout1.split('\n').length - 4} paths, the token-key made once), ${s2.ActiveState}`);
   const un = machine.sh(`sh ${src}/scripts/install.sh --uninstall`);
   const keptState = machine.sh('test -d /var/lib/c2c-agent && test -f /etc/c2c-agent/config.json && test ! -e /opt/c2c-agent').status === 0;
   const inactive = machine.sh(`systemctl is-active ${UNIT}`).stdout.trim();
   check('install.sh --uninstall', un.status === 0 && keptState && inactive !== 'active', `exit ${un.status}: ${lastLine(un.out)}; ${inactive}`);
   const un2 = machine.sh(`sh ${src}/scripts/install.sh --uninstall --purge`);
-  const purged = machine.sh('test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /etc/systemd/system/c2c-agent.service').status === 0;
+  const purged = machine.sh(`test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /etc/systemd/system/c2c-agent.service && test ! -e ${CREDSTORE}`).status === 0;
   check('install.sh --uninstall --purge', un2.status === 0 && purged, `exit ${un2.status}: ${lastLine(un2.out)}`);
 }
 

@@ -2,7 +2,9 @@
 // use: once the service has answered a refresh, only the new pair works, so
 // the new pair goes to flash before anything uses it, and a power cut at any
 // instant leaves the old pair or the new one, never a torn file
-// (lib/atomic-write: temp, fsync, rename, directory fsync).
+// (lib/atomic-write: temp, fsync, rename, directory fsync). With the unit's
+// token-key the file, and so its temp, holds only the sealed envelope
+// (credentials-envelope.ts): no token in clear on flash.
 import { promises as fs, statSync } from 'node:fs';
 import path from 'node:path';
 import type { TokenGrant } from '../api/oauth.js';
@@ -10,6 +12,8 @@ import type { Clock } from '../lib/clock.js';
 import { removeStaleTemps, syncDirectory, writeFileAtomic } from '../lib/atomic-write.js';
 import { registerSecret } from '../lib/secrets.js';
 import type { Credentials } from './credentials.js';
+import { seal } from './credentials-envelope.js';
+import type { TokenKey } from './credentials-systemd.js';
 
 /** The credentials file's content (snake_case, as the service names the fields). */
 export interface CredentialsFile {
@@ -62,12 +66,17 @@ function ownerFor(dir: string): { uid: number; gid: number } | undefined {
   }
 }
 
-/** Stores a new pair durably (0600). Resolves only once it would survive a power cut. */
-export async function saveCredentials(file: string, content: CredentialsFile): Promise<void> {
+/**
+ * Stores a new pair durably (0600): sealed under `key` (the unit's token-key,
+ * credentials-systemd.ts tokenKeyOf) when given, else in clear. Resolves only
+ * once it would survive a power cut.
+ */
+export async function saveCredentials(file: string, content: CredentialsFile, key?: TokenKey): Promise<void> {
   registerSecret(content.access_token, { rotating: 'tokens' });
   registerSecret(content.refresh_token, { rotating: 'tokens' });
   const owner = ownerFor(path.dirname(file));
-  await writeFileAtomic(file, `${JSON.stringify(content, null, 2)}\n`, { mode: 0o600, durable: true, ...(owner && { owner }) });
+  const text = `${JSON.stringify(content, null, 2)}\n`;
+  await writeFileAtomic(file, key === undefined ? text : seal(text, key.bytes), { mode: 0o600, durable: true, ...(owner && { owner }) });
 }
 
 /** Forgets the credentials: the file goes, and its removal is made durable. Resolves false when there was none. */

@@ -2,11 +2,19 @@
 // refresh possible) wins over the token file that pairing writes. Every
 // secret read here is registered with scrub() the moment it is read, so no
 // later log line, error or --json output can carry it.
+//
+// readStoredCredentials() is the one reader of the token file (the daemon's
+// token source, check, channels, unpair): in clear, or encrypted under the
+// unit's token-key (credentials-envelope.ts, credentials-systemd.ts). A file
+// that does not decrypt is "pair again" (77), never an internal error.
 import type { Stats } from 'node:fs';
 import { isMissing, READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
+import { PAIR_ADVICE } from '../lib/advice.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import type { Settings } from '../config/types.js';
+import { EnvelopeError, isEnvelope, open } from './credentials-envelope.js';
+import { clientSecretCredential, noTokenKey, tokenKeyOf, type TokenKey } from './credentials-systemd.js';
 
 export interface Credentials {
   accessToken: string;
@@ -20,6 +28,12 @@ export interface Credentials {
   obtainedAt?: string;
   /** 'environment C2C_TOKEN' or the token file's path, for messages. */
   source: string;
+  /**
+   * Read from a file in clear while a token-key is at hand (written before
+   * the unit had one): the daemon refreshes at once, so the pair that was in
+   * clear is spent and the new one is stored encrypted.
+   */
+  inClear?: true;
 }
 
 type Warn = (message: string) => void;
@@ -93,8 +107,11 @@ export function parseCredentialsFile(text: string, file: string): Credentials | 
  */
 export function registerClientSecret(settings: Settings, warn: Warn = () => {}): void {
   const file = settings.clientSecretFile;
-  if (!file) return;
   try {
+    if (!file) {
+      clientSecretCredential(settings);
+      return;
+    }
     const text = readBoundedTextSync(file, {
       what: 'client secret file',
       maxBytes: READ_LIMITS.secret,
@@ -108,22 +125,89 @@ export function registerClientSecret(settings: Settings, warn: Warn = () => {}):
   }
 }
 
+/**
+ * What the token file holds, as far as this process can tell:
+ * - absent: no file, or an empty one (not paired);
+ * - no-token: a file without an access token (not paired either);
+ * - paired: the credentials;
+ * - unreadable: there, but not credentials this agent can use (broken JSON,
+ *   a bad field; encrypted and it does not decrypt: the key changed or the
+ *   file was altered); `error` says which, with what to do;
+ * - locked: encrypted, and this process has no token-key (a command run
+ *   from a shell while the unit is stopped); `error` says what to do.
+ * A file that cannot be read at all (permissions, a FIFO) throws.
+ */
+export type StoredCredentials =
+  | { state: 'absent' | 'no-token' }
+  | { state: 'paired'; creds: Credentials }
+  | { state: 'unreadable' | 'locked'; error: AgentError };
+
+/** The one reader of the token file (see StoredCredentials). A token-key shorter than 32 bytes throws (78). */
+export function readStoredCredentials(settings: Pick<Settings, 'tokenFile' | 'credentialsDir' | 'sources'>, warn: Warn = () => {}): StoredCredentials {
+  const file = settings.tokenFile;
+  let text: string;
+  try {
+    text = readCredentialsText(file, settings.sources.tokenFile, warn);
+  } catch (err) {
+    if (isMissing(err)) return { state: 'absent' };
+    throw err;
+  }
+  if (text.trim() === '') return { state: 'absent' };
+  const key = tokenKeyOf(settings);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // With a token-key the file should be an envelope: whatever broke it, it no longer decrypts.
+    if (key !== undefined) return { state: 'unreadable', error: doesNotDecrypt(file, key) };
+    return { state: 'unreadable', error: configError(`credentials file ${file} is not valid JSON; remove it and run \`c2c-agent pair\``, file) };
+  }
+  let plain = text;
+  if (isEnvelope(parsed)) {
+    if (key === undefined) {
+      const none = noTokenKey(settings);
+      return { state: 'locked', error: new AgentError('unauthorized', `credentials file ${file} is encrypted and this process has no token-key (${none.why}): ${none.fix}, or pair again; ${PAIR_ADVICE}`, { source: file, code: 'ENOKEY' }) };
+    }
+    try {
+      plain = open(parsed as Record<string, unknown>, key.bytes);
+    } catch (err) {
+      if (!(err instanceof EnvelopeError)) throw err;
+      if (err.why === 'unknown-version') {
+        return { state: 'unreadable', error: new AgentError('unauthorized', `credentials file ${file} is encrypted in a format this agent does not read (written by a newer one?): pair again; ${PAIR_ADVICE}`, { source: file, code: 'EBADMSG' }) };
+      }
+      return { state: 'unreadable', error: doesNotDecrypt(file, key) };
+    }
+  }
+  let creds: Credentials | undefined;
+  try {
+    creds = parseCredentialsFile(plain, file);
+  } catch (err) {
+    if (err instanceof AgentError) return { state: 'unreadable', error: err };
+    throw err;
+  }
+  if (creds === undefined) return { state: 'no-token' };
+  if (key !== undefined && plain === text) creds.inClear = true;
+  return { state: 'paired', creds };
+}
+
+function doesNotDecrypt(file: string, key: TokenKey): AgentError {
+  return new AgentError('unauthorized', `credentials file ${file} does not decrypt with the token-key ${key.file} (from ${key.source}): the key changed or the file was altered; pair again; ${PAIR_ADVICE}`, { source: file, code: 'EBADMSG' });
+}
+
 export function loadCredentials(settings: Settings, warn: Warn = () => {}): Credentials {
   registerClientSecret(settings, warn);
   if (settings.token !== undefined && settings.token !== '') {
     registerSecret(settings.token);
     return { accessToken: settings.token, source: 'environment C2C_TOKEN' };
   }
-  const file = settings.tokenFile;
-  let text: string;
-  try {
-    text = readCredentialsText(file, settings.sources.tokenFile, warn);
-  } catch (err) {
-    if (isMissing(err)) throw notPaired(file);
-    throw err;
+  const stored = readStoredCredentials(settings, warn);
+  switch (stored.state) {
+    case 'paired':
+      return stored.creds;
+    case 'unreadable':
+    case 'locked':
+      throw stored.error;
+    default:
+      throw notPaired(settings.tokenFile);
   }
-  if (text.trim() === '') throw notPaired(file);
-  const creds = parseCredentialsFile(text, file);
-  if (creds === undefined) throw notPaired(file);
-  return creds;
 }

@@ -3,7 +3,8 @@
 // POST /v1/unpair (auth/daemon-pairing.ts), so both refuse and forget by the
 // same rules:
 // - a token file that cannot be read stops everything (nothing is deleted
-//   unread, nor called empty when it could not be looked at);
+//   unread, nor called empty when it could not be looked at), and so does an
+//   encrypted one this process has no token-key for, unless `local`;
 // - without what a revocation needs (the API URL, the client secret) nothing
 //   is forgotten: the token would stay valid at the service. `local` forgets
 //   here without asking the service at all;
@@ -11,11 +12,10 @@
 //   warning that the service still lists the device.
 import type { ClientCredentials } from '../api/oauth.js';
 import type { Settings } from '../config/types.js';
-import { isMissing } from '../lib/bounded-read.js';
 import { AgentError } from '../lib/errors.js';
 import { fsError } from '../lib/fs-errors.js';
 import { readClientSecret } from './client-secret.js';
-import { parseCredentialsFile, readCredentialsText } from './credentials.js';
+import { readStoredCredentials } from './credentials.js';
 
 /** Revocation is a courtesy to the service: a camera being decommissioned must not hang on it. */
 export const REVOKE_TIMEOUT_MS = 10_000;
@@ -41,23 +41,25 @@ export interface Unpaired {
 
 type Stored = { kind: 'token'; token: string } | { kind: 'none'; why: string };
 
-/** The token to revoke; throws when the file is there but cannot be read. */
-function storedToken(file: string, source: string | undefined): Stored {
-  let text: string;
-  try {
-    text = readCredentialsText(file, source);
-  } catch (err) {
-    if (isMissing(err)) return { kind: 'none', why: `no credentials in ${file}: nothing to revoke here` };
-    throw err;
-  }
-  try {
-    const creds = parseCredentialsFile(text, file);
-    // Revoking any token of the unit ends its whole authorization; the refresh token lives longest.
-    const token = creds?.refreshToken ?? creds?.accessToken;
-    return token === undefined ? { kind: 'none', why: `no token in ${file}: nothing to revoke here` } : { kind: 'token', token };
-  } catch (err) {
-    // Read but not understood: there is no token to send, and forgetting the file is what was asked.
-    return { kind: 'none', why: `${err instanceof Error ? err.message : String(err)}: nothing to revoke here` };
+/** The token to revoke; throws when the file is there but cannot be read (or, unless `local`, not decrypted here). */
+function storedToken(settings: Settings, local: boolean): Stored {
+  const file = settings.tokenFile;
+  const stored = readStoredCredentials(settings);
+  switch (stored.state) {
+    case 'absent':
+      return { kind: 'none', why: `no credentials in ${file}: nothing to revoke here` };
+    case 'no-token':
+      return { kind: 'none', why: `no token in ${file}: nothing to revoke here` };
+    case 'locked':
+      // The token is there and valid at the service: forgetting it unrevoked must be asked for.
+      if (!local) throw stored.error;
+      return { kind: 'none', why: `${stored.error.message.split(' (')[0]}: nothing to revoke here` };
+    case 'unreadable':
+      // Read but not understood: there is no token to send, and forgetting the file is what was asked.
+      return { kind: 'none', why: `${stored.error.message}: nothing to revoke here` };
+    default:
+      // Revoking any token of the unit ends its whole authorization; the refresh token lives longest.
+      return { kind: 'token', token: stored.creds.refreshToken ?? stored.creds.accessToken };
   }
 }
 
@@ -74,7 +76,7 @@ async function clientForRevoke(settings: Settings, o: UnpairOptions): Promise<Cl
 
 export async function unpairHere(settings: Settings, o: UnpairOptions): Promise<Unpaired> {
   const file = settings.tokenFile;
-  const stored = storedToken(file, settings.sources.tokenFile);
+  const stored = storedToken(settings, o.local);
   const warnings: string[] = [];
   let revoked = false;
   if (stored.kind === 'none') {

@@ -29,6 +29,7 @@ import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
 import { loadCredentials, type Credentials } from './credentials.js';
 import { credentialsOf, fileFromGrant, removeCredentials, saveCredentials, sweepCredentialTemps, type CredentialsFile } from './credentials-store.js';
+import { tokenKeyOf } from './credentials-systemd.js';
 import { refreshDelay } from './refresh-policy.js';
 
 /** refreshed: a new pair is in use; unavailable: nothing to refresh with; refused: the service said no (needs pairing). */
@@ -100,6 +101,8 @@ export class AccessToken {
 }
 
 const AHEAD_OF_EXPIRY = 'ahead of expiry';
+/** Why a pair read in clear is refreshed at once (Credentials.inClear). */
+const IN_CLEAR = 'stored in clear while the unit has a token-key';
 
 const fingerprintOf = (file: string): string | undefined => {
   try {
@@ -158,6 +161,7 @@ export class CredentialsTokenSource implements TokenSource {
     }
     this.rejected = undefined;
     this.creds = loadCredentials(this.settings, (m) => this.d.logger?.warn(m));
+    if (this.creds.inClear) this.d.logger?.info(`the credentials in ${this.settings.tokenFile} are in clear and the unit has a token-key: refreshing now, so the new pair is stored encrypted and the one in clear is spent`);
     this.loadedPrint = print;
     this.obtainedAt = this.estimateObtained(this.creds);
     this.tokenSince = this.d.clock.now();
@@ -174,7 +178,7 @@ export class CredentialsTokenSource implements TokenSource {
    */
   async install(content: CredentialsFile): Promise<void> {
     await this.inFlight?.catch(() => undefined);
-    await saveCredentials(this.settings.tokenFile, content);
+    await saveCredentials(this.settings.tokenFile, content, tokenKeyOf(this.settings));
   }
 
   /** The daemon's own unpairing forgets the file, after any refresh in flight; false when there was none. */
@@ -253,15 +257,24 @@ export class CredentialsTokenSource implements TokenSource {
     this.timer?.cancel();
     this.timer = undefined;
     const c = this.creds;
-    if (!this.running || !c?.refreshToken || !this.d.oauth || this.obtainedAt === undefined || c.expiresInSeconds === undefined) return;
+    if (!this.running || !c?.refreshToken || !this.d.oauth) return;
+    const obtainedAt = this.obtainedAt;
+    const lifetimeS = c.expiresInSeconds;
+    if ((obtainedAt === undefined || lifetimeS === undefined) && !c.inClear) return;
     const delay =
       this.failures > 0
         ? backoffDelay({ baseMs: 30_000, capMs: 10 * 60_000, floorMs: 15_000 }, this.failures, this.d.random)
-        : Math.max(0, this.obtainedAt + refreshDelay(c.expiresInSeconds * 1000, this.d.random) - this.d.clock.now());
+        : obtainedAt === undefined || lifetimeS === undefined || c.inClear
+          ? 0
+          : Math.max(0, obtainedAt + refreshDelay(lifetimeS * 1000, this.d.random) - this.d.clock.now());
+    const why = c.inClear ? IN_CLEAR : AHEAD_OF_EXPIRY;
     this.timer = this.d.clock.setTimer(() => {
       this.timer = undefined;
-      void this.refresh(AHEAD_OF_EXPIRY).then(
-        (r) => r === 'refreshed' && this.d.bus?.emit('tokensRefreshed', { why: AHEAD_OF_EXPIRY }),
+      void this.refresh(why).then(
+        (r) => {
+          if (r === 'refreshed') this.d.bus?.emit('tokensRefreshed', { why });
+          else if (r === 'unavailable' && c.inClear) this.d.logger?.warn(`cannot refresh without the client id and secret: the credentials in ${this.settings.tokenFile} stay in clear until the unit is paired again`);
+        },
         () => undefined,
       );
     }, delay);
@@ -295,7 +308,7 @@ export class CredentialsTokenSource implements TokenSource {
       // Someone paired or unpaired while we asked: their file wins over our answer.
       if (this.fingerprint() !== before) return this.reloadAfterChange();
       try {
-        await saveCredentials(this.settings.tokenFile, file);
+        await saveCredentials(this.settings.tokenFile, file, tokenKeyOf(this.settings));
         this.loadedPrint = this.fingerprint();
       } catch (err) {
         // The old refresh token is spent: the new pair is the only one that works, so use it

@@ -12,6 +12,7 @@ import { createServiceApi, type ServiceApi } from '../api/service.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
 import { fileFromGrant, saveCredentials } from '../auth/credentials-store.js';
+import { tokenKeyOf } from '../auth/credentials-systemd.js';
 import { pairDevice, type PairingEvent } from '../auth/pairing.js';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
@@ -78,6 +79,8 @@ export async function run(ctx: CommandContext): Promise<number> {
     const settings = loadSettings(ctx.settingsOptions, ctx.env, { requireApiUrl: true });
     assertNoDaemon(settings, daemon.socket, 'store credentials');
     const clientSecret = readClientSecret(settings);
+    // A token-key too short is refused before a code is asked for: a grant that cannot be stored is lost.
+    const tokenKey = tokenKeyOf(settings);
     await prepareCredentialsDirs(settings);
     const { clientId } = await getClientId(settings);
     const clock = new SystemClock(settings.timeScale);
@@ -102,7 +105,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     const verified = await verifyGrant(api, clock, startedAt + timeoutS * 1000, ac.signal);
     storing = true;
     reporter.status(verified.device ? 'verified; storing the credentials…' : 'storing the credentials (not verified yet)…');
-    await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock)).catch((err: unknown) => {
+    await saveCredentials(settings.tokenFile, fileFromGrant(grant, clock), tokenKey).catch((err: unknown) => {
       // Checked writable before the code was asked for, so something changed meanwhile; the grant is gone with this process.
       throw fsError(err, 'store the approved credentials (pair again once this is fixed)', settings.tokenFile, settings.sources.tokenFile);
     });

@@ -4,6 +4,7 @@ import type { SettingKey } from '../config/setting-table.js';
 import v8 from 'node:v8';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
+import { tokenKeyOf } from '../auth/credentials-systemd.js';
 import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { queueDirOf } from '../outbox/location.js';
 import type { CommandContext, CommandOptions } from './command.js';
@@ -46,6 +47,8 @@ export async function run(ctx: CommandContext): Promise<number> {
   v8.setFlagsFromString('--no-opt');
   const settings = loadSettings(ctx.settingsOptions, ctx.env);
   checkDaemonPaths(settings);
+  // A token-key shorter than 32 bytes is exit 78 now, not a daemon that cannot store what it is granted.
+  tokenKeyOf(settings);
   const { runDaemon } = await import('../daemon/main.js');
   return runDaemon(settings, agentVersion());
 }

@@ -209,6 +209,12 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   if (uploadWindow !== undefined) settings.uploadWindow = uploadWindow;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;
+  // Not a setting: where systemd put the unit's credentials (auth/credentials-systemd.ts reads them).
+  const credentialsDir = envValue('CREDENTIALS_DIRECTORY');
+  if (credentialsDir !== undefined) {
+    settings.credentialsDir = path.resolve(cwd, credentialsDir);
+    sources.credentialsDir = 'environment CREDENTIALS_DIRECTORY';
+  }
   if (caFile !== undefined) settings.extraCas = readCaFile(caFile, sources.caFile ?? 'caFile');
   const token = envValue('C2C_TOKEN');
   if (token !== undefined) {

@@ -17,6 +17,8 @@ export interface Settings {
   firmwareVersion: string;
   clientId?: string;
   clientSecretFile?: string;
+  /** systemd's $CREDENTIALS_DIRECTORY (LoadCredentialEncrypted=): client-secret and token-key (auth/credentials-systemd.ts). */
+  credentialsDir?: string;
   stateDir: string;
   runtimeDir: string;
   /** '' means the profiles shipped with the agent: pass it to loadProfiles() as is. */

@@ -83,6 +83,19 @@ describe('systemd/c2c-agent.service', () => {
     expect(d.has('MemoryDenyWriteExecute')).toBe(false);
   });
 
+  it('hands the agent its encrypted token-key and client secret, by bare names, so a missing one never stops the unit (docs/packaging.md, "Secrets at rest")', () => {
+    const d = directives(readFileSync(UNIT, 'utf8'));
+    const creds = d.get('LoadCredentialEncrypted') ?? [];
+    expect(creds.sort()).toEqual(['client-secret:c2c-agent.client-secret', 'token-key:c2c-agent.token-key']);
+    // An absolute path that does not exist fails the unit at start; a bare name is looked up in the credential stores and skipped when absent.
+    for (const c of creds) expect(c.split(':')[1]).toMatch(/^[^/]+$/);
+    // The names the agent reads (auth/credentials-systemd.ts) and the files the installer makes (packaging/lifecycle.sh).
+    const lifecycle = readFileSync('packaging/lifecycle.sh', 'utf8');
+    expect(lifecycle).toContain('C2C_TOKEN_KEY_CRED=$C2C_CREDSTORE/c2c-agent.token-key');
+    expect(lifecycle).toContain('C2C_SECRET_CRED=$C2C_CREDSTORE/c2c-agent.client-secret');
+    expect(lifecycle).toContain('C2C_CREDSTORE=/etc/credstore.encrypted');
+  });
+
   it("does not defeat NODE_EXTRA_CA_CERTS, the way a private CA is given to Node (docs/tls.md)", () => {
     const d = directives(readFileSync(UNIT, 'utf8'));
     const all = (k: string): string[] => d.get(k) ?? [];
