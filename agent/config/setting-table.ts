@@ -19,7 +19,11 @@ export interface SettingRow {
   configKey?: string;
   /** The JSON type a config value may have besides a string (read as its text). */
   configType?: 'number' | 'boolean';
-  /** A path: resolved against the working directory, or the config file's directory for a config value. */
+  /**
+   * A path (uploadRoots: several, separated by ':'): resolved against the
+   * working directory, or the config file's directory for a config value;
+   * one holding a NUL byte is refused (settings.ts), since no file has one.
+   */
   isPath?: boolean;
   /** The default, as docs/configuration.md shows it (Markdown). */
   default: string;
@@ -29,7 +33,7 @@ export interface SettingRow {
 
 /** The settings the command line passes to loadSettings (settings.ts), keyed as Settings names them. */
 export const SETTING_ROWS = {
-  config: { flag: '--config', value: 'FILE', env: 'C2C_CONFIG', default: '`/etc/c2c-agent/config.json` (a missing default file is fine)', help: 'the config file (JSON)' },
+  config: { flag: '--config', value: 'FILE', env: 'C2C_CONFIG', isPath: true, default: '`/etc/c2c-agent/config.json` (a missing default file is fine)', help: 'the config file (JSON)' },
   apiUrl: {
     flag: '--api-url',
     value: 'URL',
@@ -87,6 +91,7 @@ export const SETTING_ROWS = {
     value: 'DIR:DIR',
     env: 'C2C_UPLOAD_ROOTS',
     configKey: 'uploadRoots',
+    isPath: true,
     default: 'none: the local API queues files from the media dir only',
     help: 'folders besides the media dir the local API may queue files from (separated by :)',
   },

@@ -8,7 +8,7 @@ import { configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { START_ADVICE } from '../lib/advice.js';
 import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile } from './firmware.js';
-import { oneLine, quote } from '../lib/text.js';
+import { oneLine, quote, quotePath } from '../lib/text.js';
 import type { Settings } from './types.js';
 import { readCaFile } from '../lib/ca-file.js';
 import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWindow } from './setting-values.js';
@@ -40,6 +40,20 @@ const CONFIG_KEYS = new Set<string>([...Object.values(TABLE), ...OTHER_SETTINGS]
 const NON_STRING_KEYS: Record<string, 'number' | 'boolean'> = Object.fromEntries(
   Object.values(TABLE).flatMap((t) => (t.configKey !== undefined && t.configType !== undefined ? [[t.configKey, t.configType]] : [])),
 );
+
+const FIRMWARE_FILE_ROW = OTHER_SETTINGS.find((r) => r.configKey === 'firmwareVersionFile') as SettingRow;
+
+/**
+ * What every path setting (the table's `isPath`) must be, wherever it came
+ * from. A NUL byte ends a path for the kernel, so node refuses one outright,
+ * and the first file call to meet it would fail as a bug (exit 1) far from
+ * the setting; it is the setting that is wrong (78). Environment variables
+ * cannot carry one: the config file and the options can.
+ */
+function checkPath(row: SettingRow, name: string, value: string, source: string): void {
+  if (row.isPath !== true || !value.includes('\0')) return;
+  throw configError(`${name} ${quotePath(value)} from ${source} holds a NUL byte (shown as \\u0000), which no path can: fix the value`, source);
+}
 
 /** True for 127.0.0.0/8, ::1 and localhost: the only hosts allowed over http:// and with --time-scale. */
 export function isLoopbackUrl(url: URL): boolean {
@@ -93,9 +107,11 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
 
   const configFromOption = opts.config !== undefined;
   const configFromEnv = !configFromOption && envValue('C2C_CONFIG') !== undefined;
-  const configFile = path.resolve(cwd, opts.config ?? envValue('C2C_CONFIG') ?? DEFAULT_CONFIG_FILE);
+  const configGiven = opts.config ?? envValue('C2C_CONFIG');
   const configSource = configFromOption ? label('config') : configFromEnv ? 'environment C2C_CONFIG' : 'default';
   if (opts.config === '') throw configError(`${label('config')} must not be empty`, label('config'));
+  if (configGiven !== undefined) checkPath(SETTING_ROWS.config, 'config', configGiven, configSource);
+  const configFile = path.resolve(cwd, configGiven ?? DEFAULT_CONFIG_FILE);
   const config = readConfig(configFile, configFromOption || configFromEnv, configSource);
   const configDir = path.dirname(configFile);
 
@@ -110,6 +126,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
       found = { value: config[t.configKey] as string, source: `config ${configFile} key ${t.configKey}`, baseDir: configDir };
     }
     if (found !== undefined && found.value === '') throw configError(`${k} from ${found.source} must not be empty`, found.source);
+    if (found !== undefined) checkPath(t, k, found.value, found.source);
     return found;
   };
 
@@ -172,7 +189,9 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
 
   // Firmware version: the usual order, then the config's firmwareVersionFile, then 0.0.0.
   const fwFound = find('firmwareVersion');
-  const fwFile = config.firmwareVersionFile === undefined ? undefined : path.resolve(configDir, config.firmwareVersionFile as string);
+  const fwGiven = config.firmwareVersionFile as string | undefined;
+  if (fwGiven !== undefined) checkPath(FIRMWARE_FILE_ROW, 'firmwareVersionFile', fwGiven, `config ${configFile} key firmwareVersionFile`);
+  const fwFile = fwGiven === undefined ? undefined : path.resolve(configDir, fwGiven);
   const fw =
     fwFound !== undefined
       ? { value: assertStrictSemver(fwFound.value, fwFound.source), source: fwFound.source }

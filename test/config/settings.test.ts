@@ -2,6 +2,7 @@ import { describe, it, expect, afterAll } from '@jest/globals';
 import path from 'node:path';
 import { loadSettings, isLoopbackUrl, type SettingsOptions } from '../../agent/config/settings.js';
 import { realtimeUploadsOn } from '../../agent/config/types.js';
+import { OTHER_SETTINGS, SETTING_ROWS, type SettingRow } from '../../agent/config/setting-table.js';
 import { scrub } from '../../agent/lib/secrets.js';
 import { configFailure, tempDir } from './helpers.js';
 
@@ -214,5 +215,47 @@ describe('config errors: exit 78, one line naming the setting and its source', (
 
   it('an empty option or config value', () => {
     expect(fails({ apiUrl: '' })).toBe('apiUrl from --api-url must not be empty');
+  });
+});
+
+// Issue 27: a runtime dir holding a NUL byte (from the config file) ended `run`
+// with exit 1, node refusing the path deep inside. Every path setting, from
+// every source that can carry one (environment variables cannot), is 78 at load.
+describe('a NUL byte in any path setting: exit 78, naming the setting and its source', () => {
+  const pathRows = [...Object.entries(SETTING_ROWS), ...OTHER_SETTINGS.map((r) => [r.configKey ?? r.env ?? '', r] as const)].filter(([, r]) => (r as SettingRow).isPath === true) as Array<[string, SettingRow]>;
+
+  it('the path kind covers every setting whose value is a file or a folder', () => {
+    expect(pathRows.map(([k]) => k).sort()).toEqual(['caFile', 'clientSecretFile', 'config', 'firmwareVersionFile', 'hostRoot', 'mediaDir', 'profilesDir', 'runtimeDir', 'stateDir', 'tokenFile', 'uploadRoots']);
+    const fileOrDir = [...(Object.values(SETTING_ROWS) as SettingRow[]), ...OTHER_SETTINGS].filter((r: SettingRow) => /^(FILE|DIR)(:DIR)?$/.test(r.value ?? '') || /(File|Dir)$/.test(r.configKey ?? ''));
+    for (const r of fileOrDir) expect({ row: r.flag ?? r.configKey, isPath: r.isPath }).toEqual({ row: r.flag ?? r.configKey, isPath: true });
+  });
+
+  for (const [key, row] of pathRows) {
+    const bad = `/var/lib/c2c\u0000-${key}/x`;
+    if (row.flag !== undefined) {
+      it(`${key} from ${row.flag}`, () => {
+        const m = fails({ apiUrl: 'https://a.example', [key]: bad } as SettingsOptions);
+        expect(m).toBe(`${key} '/var/lib/c2c\\u0000-${key}/x' from ${row.flag} holds a NUL byte (shown as \\u0000), which no path can: fix the value`);
+      });
+    }
+    // No process can be given one in its environment; loadSettings is still told which variable it was.
+    if (row.env !== undefined) {
+      it(`${key} from ${row.env}`, () => {
+        expect(fails({ apiUrl: 'https://a.example' }, { [row.env as string]: bad })).toContain(`from environment ${row.env as string} holds a NUL byte`);
+      });
+    }
+    if (row.configKey !== undefined) {
+      it(`${key} from the config file`, () => {
+        const f = configWith(`nul-${key}.json`, { apiUrl: 'https://a.example', [row.configKey as string]: bad });
+        const m = fails({}, { C2C_CONFIG: f });
+        expect(m).toContain(`${key} '/var/lib/c2c\\u0000-${key}/x' from config ${f} key ${row.configKey as string} holds a NUL byte`);
+      });
+    }
+  }
+
+  it('in one of several upload roots, and deep in a long path (shown with its end)', () => {
+    expect(fails({ apiUrl: 'https://a.example', uploadRoots: '/srv/a:/srv/b\u0000' })).toContain("uploadRoots '/srv/a:/srv/b\\u0000' from --upload-roots holds a NUL byte");
+    const long = `/${'d/'.repeat(200)}tail\u0000.d`;
+    expect(fails({ apiUrl: 'https://a.example', runtimeDir: long })).toMatch(/^runtimeDir '\/d\/d\/.*tail\\u0000\.d' \(\d+ chars\) from --runtime-dir holds a NUL byte/);
   });
 });

@@ -22,13 +22,15 @@
 // runs the command as nobody, since root reads everything. Without root
 // those breakages are left out and counted as skipped.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync, existsSync, lstatSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync, existsSync, lstatSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHostileServer } from './hostile-server.mjs';
 import { drawAnswer, routeOf, World } from './hostile-answers.mjs';
 import { cliProblems, firstLine, jsonOf, problem } from './oracles.mjs';
 import { run, sleep, start, within } from './proc.mjs';
+import { Rng, caseSeed } from './rng.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const PROFILES_SRC = path.join(ROOT, 'firmware-profiles');
@@ -328,6 +330,51 @@ function wrongShape(rng) {
   ]);
 }
 
+/**
+ * The path settings the config file can set, as docs/configuration.md's
+ * settings table lists them: an option taking FILE, DIR or DIR:DIR, or a
+ * config-only key naming a file or dir. Read from the page, not the agent's
+ * code, so a path setting added there is fuzzed without a word here.
+ */
+export function pathSettings() {
+  const page = readFileSync(path.join(ROOT, 'docs/configuration.md'), 'utf8');
+  const table = page.slice(page.indexOf('<!-- settings-table'), page.indexOf('<!-- /settings-table -->'));
+  const cell = (c) => /^\s*`([^`]*)`\s*$/.exec(c ?? '')?.[1];
+  const out = [];
+  for (const line of table.split('\n')) {
+    if (!line.startsWith('|') || line.startsWith('|---') || line.startsWith('| option')) continue;
+    const [option, env, key] = line.split('|').slice(1, 4).map(cell);
+    if (key === undefined) continue;
+    const value = option?.split(' ')[1];
+    if (/^(FILE|DIR)(:DIR)?$/.test(value ?? '') || (option === undefined && /(File|Dir)$/.test(key))) out.push({ key, env });
+  }
+  if (out.length < 5) throw new Error(`only ${out.length} path settings found in docs/configuration.md's table: has its shape changed?`);
+  return out;
+}
+
+/**
+ * A path setting holding a NUL byte, in the config file (no process can be
+ * given one in an option or a variable): 78 for every command, naming the
+ * setting (docs/configuration.md). The setting's variable is unset, or it
+ * would win over the file. Issue 27: a runtime dir like that ended `run` with exit 1.
+ */
+function nulPathBreakage(setting, rng) {
+  const { key, env } = setting;
+  return {
+    slot: 'config',
+    label: `config ${key} holds a NUL byte`,
+    // After the others: one of them (--token-file) may set the variable this one unsets.
+    last: true,
+    apply: (rig) => {
+      if (env !== undefined) delete rig.env[env];
+      const real = { uploadRoots: `${rig.media}:${rig.tmp}`, firmwareVersionFile: 'firmware-version' }[key] ?? path.join(rig.tmp, key);
+      const value = rng.pick([`${real}\u0000`, '\u0000', `${real}\u0000/x`, `\u0000${real}`, `${real.slice(0, 3)}\u0000${real.slice(3)}`]);
+      writeFileSync(rig.config, JSON.stringify({ firmwareVersionFile: 'firmware-version', logLevel: 'info', [key]: value }));
+    },
+    effect: fatalFor('all', [78]),
+  };
+}
+
 /** The catalogue: [weight, (rng) => breakage]. */
 const BREAKAGES = [
   // config file
@@ -339,6 +386,7 @@ const BREAKAGES = [
     const kind = rng.pick(NODE_KINDS);
     return { slot: 'config', label: `config is ${kind}`, apply: (rig) => makeNode(rig.config, kind), effect: fatalFor('all', [78]) };
   }],
+  [2, (rng) => nulPathBreakage(rng.pick(pathSettings()), rng)],
   // firmware version file
   [4, (rng) => {
     const c = firmwareContent(rng);
@@ -586,8 +634,9 @@ export const filesTarget = {
   name: 'files',
   async runCase(ctx) {
     const { rng } = ctx;
-    const cmd = rng.weighted([[4, 'check'], [3, 'status'], [3, 'queue'], [2, 'channels'], [2, 'profiles'], [4, 'upload'], [2, 'unpair'], [2, 'pair'], [3, 'run']]);
-    const count = rng.weighted([[1, 0], [6, 1], [2, 2]]);
+    // `force` (nulPathSweep): this command with this breakage alone, nothing drawn.
+    const cmd = ctx.force?.cmd ?? rng.weighted([[4, 'check'], [3, 'status'], [3, 'queue'], [2, 'channels'], [2, 'profiles'], [4, 'upload'], [2, 'unpair'], [2, 'pair'], [3, 'run']]);
+    const count = ctx.force ? 0 : rng.weighted([[1, 0], [6, 1], [2, 2]]);
     let plan;
     const server = await startHostileServer({ plan: (req) => plan(req) });
     const world = new World(rng.fork('world'), server.url);
@@ -604,7 +653,7 @@ export const filesTarget = {
       await server.close();
       throw err;
     }
-    const breakages = [];
+    const breakages = ctx.force ? [ctx.force.breakage(rng, rig)] : [];
     const skipped = [];
     for (let i = 0; i < count; i++) {
       const privileged = rng.chance(0.25);
@@ -621,8 +670,9 @@ export const filesTarget = {
       breakages.push(b);
     }
     try {
-      // A breakage of a whole dir goes last: a file inside it must be broken while it is still a dir.
-      breakages.sort((a, b) => Number(/ dir is /.test(a.label)) - Number(/ dir is /.test(b.label)));
+      // A breakage of a whole dir goes late: a file inside it must be broken while it is still a dir.
+      const rank = (b) => (b.last ? 2 : / dir is /.test(b.label) ? 1 : 0);
+      breakages.sort((a, b) => rank(a) - rank(b));
       for (const b of breakages) b.apply(rig, rng);
       if (rig.uid !== undefined) {
         chownTree(ctx.tmp, rig.uid);
@@ -655,6 +705,31 @@ export const filesTarget = {
     }
   },
 };
+
+/**
+ * Every path setting with a NUL byte once, each under another command (the
+ * runtime dir under `run`, the case issue 27 found), for `npm test`: a few
+ * seeded cases would leave most settings out. Resolves with the failing
+ * cases as runTarget reports them.
+ */
+export async function nulPathSweep({ bundle, tmpRoot, log = () => undefined }) {
+  const names = Object.keys(COMMANDS);
+  const failures = [];
+  const settings = pathSettings();
+  for (const [i, setting] of settings.entries()) {
+    const cmd = setting.key === 'runtimeDir' ? 'run' : names[i % names.length];
+    const tmp = mkdtempSync(path.join(tmpRoot ?? tmpdir(), 'agentfuzz-nul-'));
+    try {
+      const res = await filesTarget.runCase({ rng: new Rng(caseSeed(27, i)), bundle, tmp, seed: 27, caseNo: i, log, force: { cmd, breakage: (rng) => nulPathBreakage(setting, rng) } });
+      log(`${res.problems.length > 0 ? 'FAIL' : 'ok  '} ${res.desc.join(' | ')}`);
+      if (res.problems.length > 0) failures.push({ caseNo: i, problems: res.problems, desc: res.desc });
+    } finally {
+      spawnSync('chmod', ['-R', 'u+rwX', tmp]);
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }
+  return { settings: settings.map((s) => s.key), failures };
+}
 
 function commandLine(ctx, rig, args) {
   const node = [process.execPath, ctx.bundle, ...args];
