@@ -29,7 +29,11 @@
 // warning with the reason, and kept in a short list `queue` and the status
 // document show. The list holds at most SKIPPED_LIST_MAX entries; past that
 // they are only counted, so a dir of 100,000 junk entries costs a number.
+// A folder not taken has the entries directly in it listed too, each under
+// its own name: a camera maker looks for the clip, not for its folder. A name
+// that is not UTF-8 is shown with \xHH for its bad bytes, as it is on disk.
 import type { MediaFileFacts } from '../core/event-bus.js';
+import { isUtf8 } from 'node:buffer';
 import { existsSync, lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';
 import { describeFileType } from '../lib/bounded-read.js';
@@ -91,6 +95,8 @@ export interface MediaWatcherOptions {
   intervalMs?: number;
   exists?: (p: string) => boolean;
   readdir?: (dir: string) => string[];
+  /** The names as bytes: asked only when a name read as text holds U+FFFD (default readdirSync as buffers). */
+  readdirBytes?: (dir: string) => Buffer[];
   /** lstat: a symlink is described as itself. */
   stat?: (p: string) => MediaStat;
   realpath?: (p: string) => string;
@@ -119,10 +125,11 @@ export const finishedName = (working: string): string => working.slice(0, -'.par
 /** A file not yet still for long enough: its (dev, ino, size, mtime), since when (agent ms) it has had them, its folder, its size. */
 interface Pending { sig: string; since: number; dir: string; size: number }
 
-type Listing = { names: string[] } | 'absent' | 'failed';
+/** A folder's entries: the names that are UTF-8, and the others shown with \xHH for their bad bytes. */
+type Listing = { names: string[]; notUtf8: string[] } | 'absent' | 'failed';
 
-/** One pass over the folders: when it looked, which files it saw, which are ready, which listed skips it met and how many beyond. */
-interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; growing: GrowingFile[]; recordings: Set<string>; realRoot?: string; skipped: Set<string>; more: number }
+/** One pass over the folders: when it looked, which files it saw, which are ready, which listed skips it met and how many beyond, which folders it could not read. */
+interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; growing: GrowingFile[]; recordings: Set<string>; realRoot?: string; skipped: Set<string>; more: number; failed: Set<string> }
 
 /** A link's target when it may be taken, else why not. */
 type Followed = { st: MediaStat } | { reason: string };
@@ -132,6 +139,26 @@ const kindOf = (st: MediaStat): string =>
   describeFileType({ isFile: () => st.isFile(), isDirectory: () => st.isDirectory(), isSymbolicLink: () => st.isSymbolicLink(), isFIFO: () => st.isFIFO?.() ?? false, isSocket: () => st.isSocket?.() ?? false, isCharacterDevice: () => st.isCharacterDevice?.() ?? false, isBlockDevice: () => st.isBlockDevice?.() ?? false } as Stats);
 
 const sigOf = (s: MediaStat): string => `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
+
+const NOT_UTF8 = 'its name is not valid UTF-8 (shown with \\xHH for the bytes that are not): rename it, since the service takes names as text';
+
+/** A name's bytes as text, each byte that is not part of valid UTF-8 written \xHH: 'bad\xff\xfe.mp4'. */
+function showBytes(b: Buffer): string {
+  let out = '';
+  let i = 0;
+  while (i < b.length) {
+    const lead = b[i] as number;
+    const n = lead < 0x80 ? 1 : lead >= 0xc2 && lead <= 0xdf ? 2 : lead >= 0xe0 && lead <= 0xef ? 3 : lead >= 0xf0 && lead <= 0xf4 ? 4 : 0;
+    if (n > 0 && i + n <= b.length && isUtf8(b.subarray(i, i + n))) {
+      out += b.toString('utf8', i, i + n);
+      i += n;
+    } else {
+      out += `\\x${lead.toString(16).padStart(2, '0')}`;
+      i++;
+    }
+  }
+  return out;
+}
 
 export class MediaWatcher {
   private running = false;
@@ -195,15 +222,16 @@ export class MediaWatcher {
   private rescan(): void {
     if (!this.running) return;
     const root = this.root;
-    const scan: Scan = { now: this.options.clock.now(), wall: this.options.clock.wallNow(), seen: new Set(), ready: [], growing: [], recordings: new Set(), skipped: new Set(), more: 0 };
+    const scan: Scan = { now: this.options.clock.now(), wall: this.options.clock.wallNow(), seen: new Set(), ready: [], growing: [], recordings: new Set(), skipped: new Set(), more: 0, failed: new Set() };
+    const failed = scan.failed;
     const listed: string[] = [];
-    const failed = new Set<string>();
     const top = this.list(root);
     this.noteRoot(root, top === 'absent');
     if (top === 'failed') failed.add(root);
     if (typeof top === 'object') {
       listed.push(root);
       const keys = new Set(this.options.channelKeys);
+      this.skipNotUtf8(scan, root, top.notUtf8);
       for (const name of top.names) {
         const sub = path.join(root, name);
         const st = keys.has(name) ? this.statOf(sub) : undefined;
@@ -213,6 +241,7 @@ export class MediaWatcher {
           if (inner === 'failed') failed.add(sub);
           if (typeof inner !== 'object') continue;
           listed.push(sub);
+          this.skipNotUtf8(scan, sub, inner.notUtf8);
           for (const n of inner.names) this.consider(scan, sub, n, name);
         } else if (st?.isSymbolicLink()) {
           this.skip(scan, sub, 'a symbolic link where a channel folder should be: channel folders must be real folders, nothing in it is uploaded');
@@ -245,21 +274,13 @@ export class MediaWatcher {
     }
     const full = path.join(dir, name);
     let st = this.statOf(full);
-    if (st === undefined) {
-      // readdir hands a name that is not UTF-8 over with U+FFFD in place of its bad bytes: no such path exists.
-      if (name.includes('\ufffd')) this.skip(scan, full, 'its name is not valid UTF-8 (shown with \ufffd for the bytes that are not): rename it');
-      return; // else gone between readdir and lstat
-    }
+    if (st === undefined) return; // gone between readdir and lstat
     if (st.isSymbolicLink()) {
       const followed = this.followInside(scan, full);
       if ('reason' in followed) return this.skip(scan, full, followed.reason);
       st = followed.st;
     }
-    if (st.isDirectory()) {
-      return this.skip(scan, full, channelKey === undefined
-        ? `a folder that is not a channel's (channel folders: ${this.options.channelKeys.join(', ') || 'none in this profile'}): nothing in it is uploaded`
-        : 'a folder inside a channel folder: nothing deeper than the channel folder is uploaded');
-    }
+    if (st.isDirectory()) return this.skipFolder(scan, full, name, channelKey);
     if (!st.isFile()) return this.skip(scan, full, `${kindOf(st)}, not a regular file`);
     scan.seen.add(full);
     // A recording renamed to its finished name, or written in place: still the same recording.
@@ -331,6 +352,42 @@ export class MediaWatcher {
     if (st === undefined) return { reason: 'a symbolic link to nothing: its target does not exist' };
     if (st.isFile()) return { st };
     return { reason: `a symbolic link to ${kindOf(st)}, not to a regular file` };
+  }
+
+  /**
+   * A folder where a clip should be: not taken, and neither is anything in
+   * it. The entries directly in it are listed under their own names with the
+   * folder's reason, so a clip put there by mistake is found by its name;
+   * deeper ones are not read (the folder holding them is named). A folder
+   * named like a clip says so: a recorder that writes a clip as a folder of
+   * pieces (RED's .RDC) needs them flattened into the media dir.
+   */
+  private skipFolder(scan: Scan, full: string, name: string, channelKey: string | undefined): void {
+    const ext = path.extname(name);
+    const named = ext.length > 1 ? `, though named like a file (${ext}),` : '';
+    const rel = quote(path.relative(this.root, full));
+    if (channelKey === undefined) {
+      const keys = this.options.channelKeys.join(', ') || 'none in this profile';
+      this.skip(scan, full, `a folder${named} that is not a channel's (channel folders: ${keys}): nothing in it is uploaded`);
+      this.skipInside(scan, full, `in ${rel}, a folder that is not a channel's (channel folders: ${keys}): only files directly in the media dir or in a channel folder are uploaded`);
+    } else {
+      this.skip(scan, full, `a folder${named} inside a channel folder: nothing deeper than the channel folder is uploaded`);
+      this.skipInside(scan, full, `in ${rel}, a folder inside a channel folder: nothing deeper than the channel folder is uploaded`);
+    }
+  }
+
+  /** The entries directly in a folder not taken, each listed with `reason` (writers' scratch names aside). */
+  private skipInside(scan: Scan, folder: string, reason: string): void {
+    const inner = this.list(folder);
+    if (inner === 'failed') scan.failed.add(folder);
+    if (typeof inner !== 'object') return;
+    for (const n of inner.names) if (!isScratchName(n)) this.skip(scan, path.join(folder, n), reason);
+    for (const n of inner.notUtf8) this.skip(scan, path.join(folder, n), reason);
+  }
+
+  /** Names that are not UTF-8: no path given as text reaches them, so they cannot be taken. */
+  private skipNotUtf8(scan: Scan, dir: string, names: string[]): void {
+    for (const n of names) this.skip(scan, path.join(dir, n), NOT_UTF8);
   }
 
   /** An entry not taken: listed and said once while there is room in the list, else only counted. */
@@ -415,7 +472,7 @@ export class MediaWatcher {
   private list(dir: string): Listing {
     let out: Listing;
     try {
-      out = (this.options.exists ?? existsSync)(dir) ? { names: (this.options.readdir ?? readdirSync)(dir) } : 'absent';
+      out = (this.options.exists ?? existsSync)(dir) ? this.names(dir) : 'absent';
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? String(err);
       if (code === 'ENOENT' || code === 'ENOTDIR') return 'absent';
@@ -424,6 +481,24 @@ export class MediaWatcher {
       return 'failed';
     }
     if (this.failing.delete(dir)) this.options.logger?.info({ dir }, 'media directory readable again');
+    return out;
+  }
+
+  /**
+   * readdir hands a name that is not UTF-8 over with U+FFFD for its bad
+   * bytes, a path that does not exist (and may stand for several names): the
+   * folder is read again as bytes to tell which names those are. A name truly
+   * holding U+FFFD costs that second read and nothing more.
+   */
+  private names(dir: string): { names: string[]; notUtf8: string[] } {
+    const names = (this.options.readdir ?? readdirSync)(dir);
+    if (!names.some((n) => n.includes('\ufffd'))) return { names, notUtf8: [] };
+    const bytes = (this.options.readdirBytes ?? ((d: string) => readdirSync(d, { encoding: 'buffer' })))(dir);
+    const out = { names: [] as string[], notUtf8: [] as string[] };
+    for (const b of bytes) {
+      if (isUtf8(b)) out.names.push(b.toString('utf8'));
+      else out.notUtf8.push(showBytes(b));
+    }
     return out;
   }
 

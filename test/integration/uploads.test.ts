@@ -89,12 +89,12 @@ describe('media uploads', () => {
       const s = await status(rig.dirs, rig.cloud.url, SCALE);
       return (s.json.uploads as { files?: number } | undefined)?.files === 0 ? s : undefined;
     }, 5_000, 100);
-    // other/ is no channel's folder: not uploaded, and said so.
+    // other/ is no channel's folder: not uploaded, and said so, the clip in it by its own name.
     expect(st.json.uploads).toEqual({
       files: 0,
       bytesLeft: 0,
       bytesPerSecond: expect.any(Number),
-      skipped: { entries: [{ name: 'other', reason: expect.stringMatching(/not a channel's/) }], more: 0 },
+      skipped: { entries: [{ name: 'other', reason: expect.stringMatching(/not a channel's/) }, { name: 'other/inside.mp4', reason: expect.stringMatching(/^in 'other', a folder that is not a channel's/) }], more: 0 },
     });
 
     // A restart sends nothing again: no asset, no PUT, in 3 agent minutes of rescans.

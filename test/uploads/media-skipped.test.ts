@@ -5,7 +5,7 @@
 // of junk costs a number; an entry fixed or removed leaves the list.
 import { afterAll, afterEach, describe, expect, test } from '@jest/globals';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -86,7 +86,7 @@ describe('MediaWatcher: entries it will not take', () => {
     symlinkSync(path.join(dir, 'inner'), path.join(dir, 'audio'));
     expected.audio = /where a channel folder should be/;
     writeFileSync(Buffer.concat([Buffer.from(dir), Buffer.from('/bad-'), Buffer.from([0xc3, 0x28]), Buffer.from('.mp4')]), 'x');
-    expected['bad-\ufffd(.mp4'] = /not valid UTF-8/;
+    expected['bad-\\xc3(.mp4'] = /not valid UTF-8/;
     writeFileSync(path.join(dir, '.hidden'), 'x');
     writeFileSync(path.join(dir, 'x.part'), 'x');
     const good = path.join(dir, 'good.mp4');
@@ -105,6 +105,58 @@ describe('MediaWatcher: entries it will not take', () => {
     expect(said).toHaveLength(Object.keys(expected).length);
     for (const name of Object.keys(expected)) expect(said.filter((m) => m.includes(`'${JSON.stringify(name).slice(1, -1)}'`))).toHaveLength(1);
     expect(seen.map((f) => f.name).sort()).toEqual(['good.mp4', 'other-file-in-folder']);
+  });
+
+  // Issue 27: these were taken by nobody and named nowhere: the folder was listed, not the clip in it,
+  // and a name that is not UTF-8 was listed with U+FFFD, which matches no name on disk.
+  test('a clip in a folder that is not a channel\'s, in a folder named like a clip, deeper in a channel folder, or with a name that is not UTF-8: each listed under its own name with a reason, said once', async () => {
+    const { dir, clock, seen, w, warnings, old } = setup();
+    const file = (rel: string | Buffer): void => {
+      const p = Buffer.isBuffer(rel) ? Buffer.concat([Buffer.from(`${dir}/`), rel]) : path.join(dir, rel);
+      mkdirSync(path.dirname(p.toString()), { recursive: true });
+      writeFileSync(p, 'x');
+      const t = (clock.wallNow() - 3_600_000) / 1000;
+      utimesSync(p, t, t);
+    };
+    file('not-a-channel/sub-001.mp4');
+    file('not-a-channel/.scratch.mp4');
+    file('not-a-channel/sub/deeper.mp4');
+    file('dir.mp4/inner.mp4');
+    file('video/deeper/clip.mp4');
+    file(Buffer.concat([Buffer.from('bad'), Buffer.from([0xff, 0xfe]), Buffer.from('.mp4')]));
+    // Two names that read as the same text, one of them inside a folder not taken.
+    file(Buffer.concat([Buffer.from('twin'), Buffer.from([0xff]), Buffer.from('.mp4')]));
+    file(Buffer.concat([Buffer.from('twin'), Buffer.from([0xfe]), Buffer.from('.mp4')]));
+    file(Buffer.concat([Buffer.from('not-a-channel/'), Buffer.from([0xe9]), Buffer.from('t\u00e9.mp4')]));
+    // U+FFFD written as UTF-8 is a valid name: taken.
+    file('real-\ufffd.mp4');
+    file('video/good.mp4');
+    old(path.join(dir, 'video/good.mp4'));
+
+    w.start();
+    for (let i = 0; i < 5; i++) await clock.advance(TICK);
+    const listed = Object.fromEntries(w.skipped().entries.map((e) => [e.name, e.reason]));
+    expect(listed).toEqual({
+      'not-a-channel': expect.stringMatching(/^a folder that is not a channel's \(channel folders: video, audio\): nothing in it is uploaded$/),
+      'not-a-channel/sub-001.mp4': expect.stringMatching(/^in 'not-a-channel', a folder that is not a channel's \(channel folders: video, audio\): only files directly in the media dir or in a channel folder are uploaded$/),
+      'not-a-channel/sub': expect.stringMatching(/^in 'not-a-channel', a folder that is not a channel's/),
+      'not-a-channel/\\xe9t\u00e9.mp4': expect.stringMatching(/^in 'not-a-channel', a folder that is not a channel's/),
+      'dir.mp4': expect.stringMatching(/^a folder, though named like a file \(\.mp4\), that is not a channel's/),
+      'dir.mp4/inner.mp4': expect.stringMatching(/^in 'dir\.mp4', a folder that is not a channel's/),
+      'video/deeper': expect.stringMatching(/^a folder inside a channel folder: nothing deeper than the channel folder is uploaded$/),
+      'video/deeper/clip.mp4': expect.stringMatching(/^in 'video\/deeper', a folder inside a channel folder/),
+      'bad\\xff\\xfe.mp4': expect.stringMatching(/^its name is not valid UTF-8 \(shown with \\xHH for the bytes that are not\): rename it/),
+      'twin\\xff.mp4': expect.stringMatching(/not valid UTF-8/),
+      'twin\\xfe.mp4': expect.stringMatching(/not valid UTF-8/),
+    });
+    const said = warnings().filter((m) => m.startsWith('media dir: will not upload'));
+    expect(said).toHaveLength(Object.keys(listed).length);
+    expect(seen.map((f) => f.name).sort()).toEqual(['good.mp4', 'real-\ufffd.mp4']);
+    // Moved out, the clip leaves the list (and is taken where it went).
+    renameSync(path.join(dir, 'not-a-channel/sub-001.mp4'), path.join(dir, 'sub-001.mp4'));
+    await clock.advance(TICK);
+    expect(w.skipped().entries.map((e) => e.name)).not.toContain('not-a-channel/sub-001.mp4');
+    expect(seen.map((f) => f.name)).toContain('sub-001.mp4');
   });
 
   test('an entry removed or fixed leaves the list; one that comes back is said again', async () => {
