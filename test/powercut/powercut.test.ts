@@ -7,7 +7,7 @@
 // `e2fsck -fy` and mounted as the next boot's card. A recorder (recorder.ts)
 // records clips the durable way all along.
 //
-// The cuts are a soak (figures.ts: 12 in `npm test`, 60 with C2C_SOAK=full;
+// The cuts are a soak (test/support/soak.ts: 12 in `npm test`, 60 with C2C_SOAK=full;
 // C2C_SOAK_POWER_CUTS sets the count, C2C_SOAK_SEED replays the moments). The
 // first boots pair the unit through the daemon (a person approves the code),
 // cut aimed at the grant (and, when that cut lost the pair, at the code shown
@@ -39,7 +39,7 @@ import { journalQuiet, sleepReal, TOKEN_PATH } from '../integration/refresh-harn
 import { tempFiles } from '../integration/channels-harness.js';
 import { ASSETS_PATH, PART, STORAGE, completeNamed, describeAssets, storedProblems, typeOf } from '../integration/uploads-harness.js';
 import { Card, MOUNT_OPTIONS, leftovers, prerequisites, releaseAll, sweepStale } from './card.js';
-import { powerCutSoak } from './figures.js';
+import { soak } from '../support/soak.js';
 import { Recorder } from './recorder.js';
 
 const SCALE = 60;
@@ -47,7 +47,9 @@ const SCALE = 60;
 const LIFETIME_S = 60;
 /** Storage answers each part 6 agent s (100 real ms) late: parts are on the wire when a cut comes. */
 const PUT_DELAY_MS = 6_000;
-const { cuts: CUTS, seed, random } = powerCutSoak();
+const cutSoak = soak('power cuts', ['powerCuts']);
+const { seed, random } = cutSoak;
+const CUTS = cutSoak.figure('powerCuts');
 /** A bound against a hang, not a speed test: about 2.5 real s a cut on a quiet machine. */
 const BUDGET_MS = Math.max(120_000, CUTS * 10_000);
 /** About 0.5 MiB of clips a cut: the card holds them all, with room for the state dir (a copy of 128 MiB on tmpfs takes tens of ms). */

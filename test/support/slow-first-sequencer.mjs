@@ -8,7 +8,7 @@
 import Sequencer from '@jest/test-sequencer';
 
 /** Folders whose suites run the bundle, the fake cloud or other processes in real time. */
-const PROCESS_SUITES = /\/test\/(integration|net|fuzz|packaging|systemd|sim)\//;
+const PROCESS_SUITES = /\/test\/(integration|net|fuzz|packaging|systemd|sim|powercut)\//;
 
 export default class SlowFirstSequencer extends Sequencer {
   sort(tests) {

@@ -29,6 +29,7 @@ export const SOAK_FIGURES = {
   rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 1, what: 'the token lifetime in the rotation, hours (refresh.test.ts)' },
   propertyRuns: { variable: 'C2C_SOAK_PROPERTY_RUNS', quick: 10, full: 30, what: 'runs of 120 simulated hours of faults, restarts and clock jumps (heartbeat-property.test.ts)' },
   propertyControllerRuns: { variable: 'C2C_SOAK_PROPERTY_CONTROLLER_RUNS', quick: 4, full: 12, what: 'runs of 120 simulated hours with the controller driving (heartbeat-property.test.ts)' },
+  powerCuts: { variable: 'C2C_SOAK_POWER_CUTS', quick: 12, full: 60, what: 'power cuts (a copy of the card image at a SIGKILL) across pairing, refreshes, queueing and uploads (powercut.test.ts)' },
   rotationScale: { variable: 'C2C_SOAK_ROTATION_SCALE', quick: 500, full: 500, what: 'the rotation\'s --time-scale (refresh.test.ts)' },
 } as const satisfies Record<string, SoakFigure>;
 
