@@ -54,8 +54,10 @@ async function waitFor(what, probe, timeoutMs) {
 
 const reason = whyNot();
 if (reason !== undefined) {
+  // npm test installs podman first (scripts/system-tools.mjs); a machine where it still cannot
+  // run is told so, and under CI that is a failure: a green CI must have booted the unit.
   log(`SKIP  test:systemd: ${reason}`);
-  process.exit(0);
+  process.exit(process.env.CI === 'true' ? 69 : 0);
 }
 
 const work = mkdtempSync(path.join(tmpdir(), 'c2c-systemd-'));
