@@ -1,12 +1,13 @@
-// Hardware facts: the real probe answers quickly enough for a test with
-// well-typed fields, is cached for the process, copes with paths that do not
-// exist; a failing or hanging systeminformation yields the facts it could get.
+// Hardware facts: the real probe answers with well-typed fields and copes with
+// paths that do not exist; the forking facts are read once per probe; a failing
+// or hanging systeminformation yields the facts it could get.
 import { afterAll, describe, expect, test } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createHardwareProbe, hardwareFacts, type HardwareFacts, type SystemInfoLike } from '../../agent/channels/hardware.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'c2c-hw-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -30,21 +31,18 @@ function expectTyped(f: HardwareFacts): void {
 }
 
 describe('hardwareFacts (real systeminformation)', () => {
-  test('answers quickly with typed fields, free space for existing and missing paths, and caches', async () => {
-    const started = performance.now();
+  // How long it takes is not judged here: each systeminformation call is bounded (10 s), tested in agent time
+  // below, and the cache by counting calls.
+  test('typed fields, free space for existing and missing paths, copies of one answer', async () => {
     const media = path.join(dir, 'media', 'not', 'yet');
     const facts = await hardwareFacts({ stateDir: dir, mediaDir: media });
-    const firstMs = performance.now() - started;
     expectTyped(facts);
     expect(facts.os?.kernel).toEqual(expect.any(String));
     expect(facts.space?.stateDir).toEqual({ path: dir, freeBytes: expect.any(Number), totalBytes: expect.any(Number) });
     expect(facts.space?.stateDir?.freeBytes).toBeGreaterThan(0);
     expect(facts.space?.mediaDir).toMatchObject({ path: media, measuredAt: dir, freeBytes: expect.any(Number) });
-    expect(firstMs).toBeLessThan(15_000);
 
-    const again = performance.now();
     const second = await hardwareFacts({ stateDir: '/definitely/not/here' });
-    expect(performance.now() - again).toBeLessThan(50);
     expect(second.model).toBe(facts.model);
     expect(second.space).toEqual({ stateDir: { path: '/definitely/not/here', measuredAt: '/', freeBytes: expect.any(Number), totalBytes: expect.any(Number) } });
     // Callers get copies: editing one answer does not change the next.
@@ -77,6 +75,23 @@ describe('createHardwareProbe (stand-in systeminformation)', () => {
     expect(f.audio).toEqual([{ name: 'USB Audio', manufacturer: 'Behringer', in: true, out: false }]);
     expect(f.missing).toBeUndefined();
     expectTyped(f);
+  });
+
+  test('the forking facts are read once for the probe, free space at every call', async () => {
+    const made = { load: 0, system: 0, usb: 0, audio: 0 };
+    const probe = createHardwareProbe({
+      load: async () => (made.load++, {
+        system: () => (made.system++, fine.system()),
+        usb: () => (made.usb++, fine.usb()),
+        audio: () => (made.audio++, fine.audio()),
+      }),
+      osReleaseFiles: [osFile],
+    });
+    const first = await probe({ stateDir: dir });
+    const second = await probe({ stateDir: '/definitely/not/here' });
+    expect(made).toEqual({ load: 1, system: 1, usb: 1, audio: 1 });
+    expect(second.model).toBe(first.model);
+    expect(second.space?.stateDir).toMatchObject({ path: '/definitely/not/here', measuredAt: '/' });
   });
 
   test('a failing call leaves its facts out and names them; nothing throws', async () => {
@@ -122,7 +137,8 @@ describe('createHardwareProbe (stand-in systeminformation)', () => {
       osReleaseFiles: [osFile],
     });
     const pending = probe({ stateDir: dir });
-    for (let i = 0; i < 20 && clock.pendingCount < 3; i++) await new Promise((r) => setTimeout(r, 5));
+    // The hanging call made, so its limit is armed (before the call); the module load is a promise away.
+    await until('the system call', () => calls === 1, { everyMs: 0 });
     await clock.advance(2_000);
     const f = await pending;
     expect(f.model).toBeUndefined();
