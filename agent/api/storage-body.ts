@@ -1,5 +1,9 @@
-// The bodies a storage PUT can send. A file slice is read through a buffer
-// taken from a pool and reused: a stream from fs.createReadStream
+// The bodies a storage PUT can send. A file slice is read from a descriptor
+// the caller opened and checked, never from a path: a path is looked up
+// again at every open, and a folder on its way swapped between the caller's
+// checks and the open would send another file's bytes (credentials.json
+// behind a link) under the clip's name. It is read through a buffer taken
+// from a pool and reused: a stream from fs.createReadStream
 // allocates a fresh buffer for every read, which at hundreds of MB/s is
 // tens of MB of dead ArrayBuffers waiting for the collector (and a young
 // generation that grows to keep up) — the agent's RSS would climb by that
@@ -43,18 +47,17 @@ export class BufferPool {
   }
 }
 
-/** `length` bytes of `file` from `start` (the length is the PUT's). */
+/** `length` bytes of the file open at `fd` from `start` (the length is the PUT's). */
 export interface FileSlice {
-  file: string;
+  /** An open descriptor, the caller's: read with positioned reads (two PUTs may share it) and left open. */
+  fd: number;
   start: number;
-  /** An open descriptor of the file to read instead of opening `file` (left open): a file being renamed while it is read (real-time uploads). */
-  fd?: number;
-  /** Sees each buffer before it is handed to the request (a hash of exactly the bytes sent). */
+  /** Sees each buffer before it is handed to the request (a hash of exactly the bytes sent); a throw stops the body. */
   onRead?: (bytes: Buffer) => void;
 }
 
 export const isFileSlice = (body: unknown): body is FileSlice =>
-  typeof body === 'object' && body !== null && typeof (body as FileSlice).file === 'string' && typeof (body as FileSlice).start === 'number' &&
+  typeof body === 'object' && body !== null && Number.isSafeInteger((body as FileSlice).fd) && typeof (body as FileSlice).start === 'number' &&
   typeof (body as { pipe?: unknown }).pipe !== 'function';
 
 /** Why reading a slice failed, as opposed to the network failing. */
@@ -85,14 +88,13 @@ const readFailed = (err: unknown): SliceReadError =>
  * read-ahead: a read from the page cache or the card takes a fraction of the
  * time the uplink takes to send the buffer, and the other chunk in flight
  * keeps the socket busy meanwhile.
- * The file is closed when the slice ends, fails or is returned early.
+ * The buffer goes back to the pool only when the slice was read to its end.
  *
  * Hand-written rather than an async generator over FileHandle.read: that
  * made several promises and objects per read, about as much garbage per
  * chunk as got's whole request.
  */
 export class FileSliceReader implements AsyncIterableIterator<Buffer> {
-  private fd = -1;
   private buffer: Buffer | undefined;
   /** Bytes handed out so far. */
   private at = 0;
@@ -113,10 +115,10 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
     return this.queue(() => this.step());
   }
 
-  /** Waits for a step under way (an open or a read), then closes the file. */
+  /** Waits for a step under way (a read), then ends the slice. */
   return(): Promise<IteratorResult<Buffer, undefined>> {
     return this.queue(async () => {
-      await this.end(false);
+      this.end(false);
       return { done: true, value: undefined };
     });
   }
@@ -133,48 +135,29 @@ export class FileSliceReader implements AsyncIterableIterator<Buffer> {
     try {
       if (this.at >= this.length) {
         // Asked for more after the last buffer: got has written every byte of it.
-        await this.end(true);
+        this.end(true);
         return { done: true, value: undefined };
       }
-      if (this.fd < 0) await this.open();
-      const buffer = this.buffer as Buffer;
+      const buffer = (this.buffer ??= this.pool.take());
       const want = Math.min(buffer.length, this.length - this.at);
-      const n = await readFully(this.fd, buffer, want, this.slice.start + this.at);
+      const n = await readFully(this.slice.fd, buffer, want, this.slice.start + this.at);
       if (n < want) throw new SliceReadError(`the body ended after ${this.at + n} of the ${this.length} bytes declared (the file shrank)`);
       this.at += n;
       const value = n === buffer.length ? buffer : buffer.subarray(0, n);
       this.slice.onRead?.(value);
       return { done: false, value };
     } catch (err) {
-      await this.end(false);
+      this.end(false);
       throw readFailed(err);
     }
   }
 
-  private open(): Promise<void> {
-    if (this.slice.fd !== undefined) {
-      this.buffer = this.pool.take();
-      this.fd = this.slice.fd;
-      return Promise.resolve();
-    }
-    return new Promise((resolve, reject) =>
-      fs.open(this.slice.file, 'r', (err, fd) => {
-        if (err) return reject(err);
-        this.fd = fd;
-        this.buffer = this.pool.take();
-        resolve();
-      }),
-    );
-  }
-
-  /** Closes the file; the buffer goes back to the pool only when every byte was consumed. */
-  private async end(whole: boolean): Promise<void> {
+  /** The buffer goes back to the pool only when every byte was consumed; the descriptor is the caller's. */
+  private end(whole: boolean): void {
     if (this.ended) return;
     this.ended = true;
     if (whole && this.buffer !== undefined) this.pool.give([this.buffer]);
     this.buffer = undefined;
-    // A descriptor it was given belongs to the caller.
-    if (this.fd >= 0 && this.slice.fd === undefined) await new Promise<void>((resolve) => fs.close(this.fd, () => resolve()));
   }
 }
 

@@ -44,7 +44,8 @@ export interface ChunkPut {
   /** Absolute presigned URL: https, or http on a loopback host (tests, the fake cloud). */
   url: string;
   /**
-   * A slice of a file, read through a reused buffer (what uploads use: no
+   * A slice of a file open at a descriptor the caller checked, read through
+   * a reused buffer (what uploads use: no path is opened again, and no
    * garbage per read); or a stream, piped as it is read and destroyed when the
    * PUT fails; or bytes in memory.
    */
@@ -237,7 +238,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
         signal?.removeEventListener('abort', onAbort);
         return true;
       };
-      // The file is closed now: a write that died with the socket may never call back to got.
+      // The slice ends now (no more reads of the caller's descriptor): a write that died with the socket may never call back to got.
       const drop = (): void => void (stream.destroy(), slice?.return().catch(() => undefined));
       const ok = (value: { status: number; etag?: string }, whole: boolean): void => {
         if (!settle()) return;

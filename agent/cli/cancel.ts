@@ -7,6 +7,7 @@
 import { loadSettings } from '../config/settings.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { oneLine } from '../lib/text.js';
+import { COMPLETED_DESPITE_CANCEL } from '../uploads/upload-item.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { DaemonApi, notRunning, refusal } from './daemon-api.js';
 import { fail, printJson, printLine } from './output.js';
@@ -50,7 +51,8 @@ export async function run(ctx: CommandContext): Promise<number> {
         // An upload already done cannot be cancelled: the person's request does not fit the queue (64), like an unknown id.
         if (reply.status === 409) throw new AgentError('usage', `${refusal(reply, 'DELETE').message}; nothing to cancel`);
         if (reply.status === 404) throw usageError(`cancel: the queue holds no upload ${oneLine(id, 80)}; see c2c-agent queue${cancelled.length > 0 ? ` (cancelled before it: ${cancelled.map((c) => c.id).join(', ')})` : ''}`);
-        if (reply.status !== 200) throw refusal(reply, `DELETE /v1/uploads/${id}`);
+        // 202: its last part is on its way, and storage's answer settles it (docs/local-api.md).
+        if (reply.status !== 200 && reply.status !== 202) throw refusal(reply, `DELETE /v1/uploads/${id}`);
         const u = reply.body?.upload;
         cancelled.push({ id, ...(typeof u?.name === 'string' && { name: u.name }), ...(typeof u?.state === 'string' && { state: u.state }) });
       }
@@ -60,7 +62,14 @@ export async function run(ctx: CommandContext): Promise<number> {
     } else if (cancelled.length === 0) {
       printLine('nothing to cancel: no upload is waiting or running');
     } else {
-      printLine(...cancelled.map((c) => `cancelled ${c.id}${c.name !== undefined ? ` (${oneLine(c.name, 120)})` : ''}`));
+      // Said as it came out: a cancel too late for the last part did not take.
+      const line = (c: Row): string => {
+        const what = `${c.id}${c.name !== undefined ? ` (${oneLine(c.name, 120)})` : ''}`;
+        if (c.state === COMPLETED_DESPITE_CANCEL) return `not cancelled: ${what}: its last part was on its way and the service completed it (${COMPLETED_DESPITE_CANCEL})`;
+        if (c.state === 'uploading') return `cancel asked for ${what} while its last part is on its way: cancelled if storage refuses that part, ${COMPLETED_DESPITE_CANCEL} if it takes it (see c2c-agent queue)`;
+        return `cancelled ${what}`;
+      };
+      printLine(...cancelled.map(line));
     }
     return EXIT.ok;
   } catch (err) {

@@ -26,6 +26,7 @@ import { UploadWorker } from '../uploads/upload-worker.js';
 import { RealtimeWorker } from '../uploads/realtime-worker.js';
 import { UploadWindow } from '../uploads/upload-window.js';
 import { UploadUrls } from '../uploads/upload-urls.js';
+import { LastParts } from '../uploads/last-part.js';
 import { OutboxUnit } from '../outbox/outbox-unit.js';
 import type { Controller } from './controller.js';
 import type { Core } from './core.js';
@@ -116,6 +117,10 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // Both workers date their requests by the service's clock and file an upload under its channel the same way.
   const serverNow = (): number => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0);
   const channelId = async (key: string): Promise<string | undefined> => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key];
+  // Where files may be taken from by path: the local API's checks, again for a changed file before it goes once more, and on the descriptor each upload reads from.
+  const uploadRoots = { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys: specs.map((c) => c.key) };
+  // Where a cancel meets the moment an upload's last bytes go.
+  const lastParts = new LastParts();
   const uploadWorker = new UploadWorker({
     assets: api.assets,
     storage,
@@ -129,6 +134,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     queueDir,
     onBytes: (bytes) => bus.emit('bytesSent', { bytes }),
     ...(window && { windowOpen: () => window.isOpen() }),
+    roots: uploadRoots,
+    lastParts,
     logger,
   });
   bus.on('bytesSent', heap, ({ bytes }) => heap.sent(bytes));
@@ -147,6 +154,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     onBytes: (bytes) => bus.emit('bytesSent', { bytes }),
     onChange: () => bus.emit('statusChanged', {}),
     ...(window && { windowOpen: () => window.isOpen() }),
+    roots: uploadRoots,
+    lastParts,
     logger,
   });
   const realtimeOn = realtimeUploadsOn(settings, i.profile);
@@ -177,9 +186,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           logger,
         });
   const prefs = new PrefsStore(settings.stateDir, bus, logger);
-  // Where files may be taken from by path: the local API's checks, and again for a changed file before it goes once more.
-  const uploadRoots = { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys: specs.map((c) => c.key) };
-  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, roots: uploadRoots, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close() });
+  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, roots: uploadRoots, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close(), lastParts });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
   const pairing = new DaemonPairing({

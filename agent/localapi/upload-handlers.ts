@@ -5,7 +5,7 @@
 import type { UploadRow } from '../uploads/upload-rows.js';
 import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js';
 import type { UploadsUnit } from '../uploads/uploads-unit.js';
-import type { UploadPayload } from '../uploads/upload-item.js';
+import { COMPLETED_DESPITE_CANCEL, type UploadPayload } from '../uploads/upload-item.js';
 import { ApiError, badRequest, notFound, type HandlerMap } from './handlers.js';
 import type { EventsHub } from './events.js';
 import { apiErrorOf } from './pair-handlers.js';
@@ -70,9 +70,13 @@ export function registerUploadHandlers(routes: HandlerMap, d: UploadHandlerDeps)
     if (r === 'not-found') throw notFound(`no upload ${id}`);
     if (r === 'done') throw new ApiError(409, 'conflict', `upload ${id} is done already`);
     const row = d.rows().find((u) => u.id === id);
+    if (r !== 'ended' || row?.state === 'cancelled') d.events?.uploadsSoon();
+    // Its last part was on its way and storage took it: the service completed the asset; saying "cancelled" would be untrue.
+    if (r === COMPLETED_DESPITE_CANCEL) return { status: 200, body: { upload: { ...(row ?? { id }), state: COMPLETED_DESPITE_CANCEL } } };
+    // Storage has not answered that last part yet: accepted, and settled by its answer (the row's state tells, as do the events).
+    if (r === 'last-part-on-its-way') return { status: 202, body: { upload: row ?? { id } } };
     // Ended otherwise: cancelled already is what was asked; failed (dead-lettered, refused) was never cancelled, and saying so would be untrue.
     if (r === 'ended' && row?.state !== 'cancelled') throw new ApiError(409, 'conflict', `upload ${id} is no longer waiting: it ended ${row?.state ?? 'already'}${row?.reason !== undefined ? ` (${row.reason})` : ''}`);
-    d.events?.uploadsSoon();
     return { status: 200, body: { upload: row ?? { id } } };
   });
 

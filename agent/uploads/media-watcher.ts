@@ -41,6 +41,7 @@ import type { Clock, Timer } from '../lib/clock.js';
 import { DirWatcher, type WatchDir } from '../lib/dir-watcher.js';
 import type { Logger } from '../lib/logger.js';
 import { quote } from '../lib/text.js';
+import { linkRefusal } from './upload-paths.js';
 
 /** Agent ms between rescans when no watch event comes (default of `intervalMs`). */
 export const MEDIA_RESCAN_MS = 5_000;
@@ -72,6 +73,8 @@ export interface MediaStat {
   ino: number;
   size: number;
   mtimeMs: number;
+  /** Names the file has (hard links): more than one and it is not taken (upload-paths.ts linkRefusal). */
+  nlink?: number;
   birthtimeMs?: number;
   isFile(): boolean;
   isDirectory(): boolean;
@@ -282,6 +285,8 @@ export class MediaWatcher {
     }
     if (st.isDirectory()) return this.skipFolder(scan, full, name, channelKey);
     if (!st.isFile()) return this.skip(scan, full, `${kindOf(st)}, not a regular file`);
+    const names = linkRefusal(st);
+    if (names !== undefined) return this.skip(scan, full, names);
     scan.seen.add(full);
     // A recording renamed to its finished name, or written in place: still the same recording.
     if (this.growingReported.has(`${st.dev}:${st.ino}`)) scan.recordings.add(`${st.dev}:${st.ino}`);
@@ -319,7 +324,7 @@ export class MediaWatcher {
     const full = path.join(dir, name);
     const st = this.statOf(full);
     // Only a regular file of its own: a link or anything else under a working name is left alone.
-    if (st === undefined || !st.isFile()) return;
+    if (st === undefined || !st.isFile() || linkRefusal(st) !== undefined) return;
     this.growing(scan, st, { path: full, finalPath: finishedName(full), name: finishedName(name), channelKey });
   }
 

@@ -15,7 +15,10 @@
 // hashed again from the file and any that differs goes again under its
 // number (storage keeps the last PUT of a number), then part 1, then the
 // final part, which completes the asset: the stored object is the finished
-// file, byte for byte, whatever the recorder rewrote.
+// file, byte for byte, whatever the recorder rewrote. Every byte is read
+// from the descriptor opened and checked at the start of the attempt (a
+// regular file, one name, inside its root: version-check.ts openForUpload),
+// never by the path.
 //
 // Every part sent is a progress record (flushed before the next part), so a
 // kill, a power cut or an outage resumes without sending a recorded part
@@ -24,8 +27,10 @@
 // not changed for the settle time; any clip, once nothing was written to it
 // for REALTIME_STALL_MS (a recorder that died: what is on disk is uploaded,
 // not left to expire). A `.part` that disappears without becoming its
-// finished name ends the item with that reason; nothing waits on it.
-import { promises as fs, type Stats } from 'node:fs';
+// finished name ends the item with that reason; nothing waits on it. A
+// cancel that comes once the final part's last bytes are on their way
+// cannot take them back (last-part.ts).
+import { promises as fs } from 'node:fs';
 import type { AssetEndpoints, RealtimePart } from '../api/assets.js';
 import { MAX_UPLOAD_PARTS } from '../api/assets.js';
 import type { StorageClient } from '../api/storage.js';
@@ -39,9 +44,12 @@ import type { Worker } from '../outbox/dispatcher.js';
 import { classify, type Outcome } from '../outbox/outcome.js';
 import type { OutboxItem } from '../outbox/types.js';
 import { PAUSED_REFUSED, type FileIdentity } from './upload-item.js';
+import type { LastParts } from './last-part.js';
+import type { UploadRoots } from './upload-paths.js';
+import { NotRegular, NotTaken, nodeUploadFiles, openForUpload, type FileFacts, type OpenFile } from './version-check.js';
 import type { RecordingIdentity } from './uploaded-index.js';
 import { writeUploadRequest } from './upload-request.js';
-import { TEMPORARY_OPEN_ERRORS, UPLOAD_LIFETIME_MS } from './upload-worker.js';
+import { CancelledFirst, TEMPORARY_OPEN_ERRORS, UPLOAD_LIFETIME_MS, cancelledFirst, completedDespiteCancel } from './upload-worker.js';
 import { PART_HASH, partHasher, type PartHasher } from './part-hash.js';
 import { REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, recordingOnDisk, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
 
@@ -66,6 +74,10 @@ export interface RealtimeWorkerDeps {
   onChange?: () => void;
   /** Part size (tests use smaller parts against a fake with a smaller floor); default REALTIME_PART_BYTES. */
   partBytes?: number;
+  /** The media dir and the upload roots: the recording must lie inside its root when it is opened (upload-paths.ts). Absent: not checked (unit tests). */
+  roots?: UploadRoots;
+  /** Where a cancel meets the moment the final part's last bytes go (shared with the uploads unit). */
+  lastParts?: LastParts;
   logger?: Logger;
 }
 
@@ -131,7 +143,7 @@ export class RealtimeWorker implements Worker {
     const prog = realtimeProgressOf(item.progress);
     // Its final part went before a crash: only the index and the clean-up are left.
     if (prog?.final) return this.finished(p, prog, prog.final);
-    let fh: fs.FileHandle;
+    let fh: OpenFile;
     try {
       fh = await this.open(p);
     } catch (err) {
@@ -139,21 +151,26 @@ export class RealtimeWorker implements Worker {
       return classify(err);
     }
     this.live.set(item.id, { name: p.name, size: 0, sent: 0, changedAt: this.d.clock.now(), progressed: false });
+    let out: Outcome;
+    let late = false;
     try {
-      return await this.upload(item, p, prog, fh, signal);
+      out = await this.upload(item, p, prog, fh, signal);
     } catch (err) {
-      const out = await this.failed(err, p, prog, signal);
+      out = await this.failed(err, p, prog, signal);
       // A recording lasts long: failures between parts recorded are not failures in a row (the dispatcher's MAX_ATTEMPTS).
-      return out.result === 'retry' && this.live.get(item.id)?.progressed === true ? { ...out, progressed: true } : out;
+      if (out.result === 'retry' && this.live.get(item.id)?.progressed === true) out = { ...out, progressed: true };
     } finally {
+      late = this.d.lastParts?.release(item.id) ?? false;
       this.live.delete(item.id);
       this.d.onChange?.();
       await fh.close().catch(() => undefined);
     }
+    return late && out.result === 'done' ? completedDespiteCancel() : out;
   }
 
   /** What a run that threw ends with. */
   private async failed(err: unknown, p: RealtimePayload, prog: RealtimeProgress | undefined, signal: AbortSignal): Promise<Outcome> {
+    if (err instanceof CancelledFirst) return cancelledFirst();
     // Stopped from outside (the daemon stopping, a cancel): whatever the stop broke is not the upload's fault.
     if (signal.aborted) return { result: 'retry', error: new AgentError('timeout', `the real-time upload of ${quote(p.name)} was stopped; it goes on at the next attempt`) };
     if (err instanceof Stop) return err.outcome;
@@ -167,21 +184,29 @@ export class RealtimeWorker implements Worker {
     return classify(err);
   }
 
-  /** Opens the recording where it is: its working name, else its finished name when that holds the same inode. */
-  private async open(p: RealtimePayload): Promise<fs.FileHandle> {
+  /**
+   * Opens the recording where it is: its working name, else its finished
+   * name when that holds the same inode. Checked before a byte is read
+   * (openForUpload): a file with a second name (a hard link to
+   * credentials.json named `x.mp4.part`) or one outside its root ends the item.
+   */
+  private async open(p: RealtimePayload): Promise<OpenFile> {
     for (const file of p.path === p.finalPath ? [p.path] : [p.path, p.finalPath]) {
-      let fh: fs.FileHandle;
+      let fh: OpenFile;
+      let st: FileFacts;
       try {
-        fh = await fs.open(file, 'r');
+        ({ file: fh, st } = await openForUpload(file, nodeUploadFiles, this.d.roots));
       } catch (err) {
+        if (err instanceof NotTaken) throw new Stop({ result: 'dead', reason: `the recording ${quote(file)} is not uploaded: ${err.why}` });
+        // Something else at its name (a FIFO, a folder): not the recording.
+        if (err instanceof NotRegular) continue;
         const code = fsCode(err);
         if (code === 'ENOENT' || code === 'ENOTDIR') continue;
         // Short of descriptors for a moment: tried again, with the file system's own kind (disk), not called a network failure.
         if (TEMPORARY_OPEN_ERRORS.has(code ?? '')) throw new Stop({ result: 'retry', error: fsError(err, 'open the recording', file) });
         throw new Stop({ result: 'dead', reason: fsError(err, 'read the recording', file).message });
       }
-      const st = await fh.stat();
-      if (st.ino === p.ino && st.dev === p.dev && st.isFile()) return fh;
+      if (st.ino === p.ino && st.dev === p.dev) return fh;
       await fh.close();
     }
     throw new Stop({ result: 'dead', reason: `the recording is gone: ${p.path} no longer exists and ${p.finalPath} is not the same file; nothing more of it is uploaded` });
@@ -202,7 +227,7 @@ export class RealtimeWorker implements Worker {
     return { at: 'gone', why: `${p.path} disappeared without becoming ${p.finalPath} (removed, renamed elsewhere, or the card was pulled)` };
   }
 
-  private async upload(item: OutboxItem, p: RealtimePayload, found: RealtimeProgress | undefined, fh: fs.FileHandle, signal: AbortSignal): Promise<Outcome> {
+  private async upload(item: OutboxItem, p: RealtimePayload, found: RealtimeProgress | undefined, fh: OpenFile, signal: AbortSignal): Promise<Outcome> {
     const partBytes = this.d.partBytes ?? REALTIME_PART_BYTES;
     let prog = found;
     // A record this agent cannot go on from (expired, cut differently, hashed in a way this Node cannot) starts a new asset.
@@ -270,14 +295,36 @@ export class RealtimeWorker implements Worker {
   /**
    * Asks for the part's URL and streams it from the open file, hashing what
    * goes; then records the hash (flushed) before the next part. A final part
-   * carries the file's size.
+   * carries the file's size, and its last buffer goes only when no cancel
+   * came first (last-part.ts).
    */
-  private async sendPart(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: fs.FileHandle, part: RealtimePart, seen: number, signal: AbortSignal, final?: RealtimeProgress['final']): Promise<void> {
+  private async sendPart(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: OpenFile, part: RealtimePart, seen: number, signal: AbortSignal, final?: RealtimeProgress['final']): Promise<void> {
     const url = (await this.d.assets.realtimeParts(state.prog.assetId, [part], final?.size, signal)).value[0] as string;
     const hash = hasherOf(state.prog);
     const start = (part.number - 1) * state.prog.partBytes;
-    const body = part.size === 0 ? Buffer.alloc(0) : { file: p.path, fd: fh.fd, start, onRead: (b: Buffer) => void hash.update(b) };
-    await this.d.storage.put({ url, body, length: part.size, contentType: p.filetype, signal });
+    // Storage's answer to the final part, for a cancel that comes once its last bytes are on their way.
+    let answered: (took: boolean) => void = () => undefined;
+    const answer = new Promise<boolean>((resolve) => (answered = resolve));
+    let read = 0;
+    let refused = false;
+    const onRead = (b: Buffer): void => {
+      hash.update(b);
+      read += b.length;
+      // The buffer that completes the asset: a throw here ends the body short, and storage keeps no part.
+      if (final === undefined || read < part.size) return;
+      signal.throwIfAborted();
+      refused = this.d.lastParts?.seal(id, answer) === false;
+      if (refused) throw new CancelledFirst();
+    };
+    // The descriptor opened and checked at the start, never the path.
+    const body = part.size === 0 ? Buffer.alloc(0) : { fd: fh.fd, start, onRead };
+    try {
+      await this.d.storage.put({ url, body, length: part.size, contentType: p.filetype, signal });
+      answered(true);
+    } catch (err) {
+      answered(false);
+      throw refused ? new CancelledFirst() : err;
+    }
     this.d.onBytes?.(part.size);
     state.hashes[part.number - 1] = hash.digest();
     const hashes = Array.from(state.hashes, (h) => h ?? '');
@@ -289,7 +336,7 @@ export class RealtimeWorker implements Worker {
   }
 
   /** The hash of bytes [start, start + length) as the file holds them now. */
-  private async hashNow(prog: RealtimeProgress, fh: fs.FileHandle, start: number, length: number, buf: Buffer): Promise<string> {
+  private async hashNow(prog: RealtimeProgress, fh: OpenFile, start: number, length: number, buf: Buffer): Promise<string> {
     const hash = hasherOf(prog);
     for (let at = 0; at < length; ) {
       const { bytesRead } = await fh.read(buf, 0, Math.min(buf.length, length - at), start + at);
@@ -306,7 +353,7 @@ export class RealtimeWorker implements Worker {
    * part 1, then the final part. Undefined when the file changed meanwhile
    * (the caller goes on watching it).
    */
-  private async finish(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: fs.FileHandle, st: Stats, signal: AbortSignal): Promise<Outcome | undefined> {
+  private async finish(id: string, p: RealtimePayload, state: { prog: RealtimeProgress; hashes: string[] }, fh: OpenFile, st: FileFacts, signal: AbortSignal): Promise<Outcome | undefined> {
     const P = state.prog.partBytes;
     const size = st.size;
     if (size === 0) throw new Stop({ result: 'dead', reason: `the recording ${quote(p.name)} ended empty (0 bytes): nothing to upload` });

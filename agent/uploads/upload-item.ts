@@ -17,6 +17,8 @@ export type { FileIdentity };
 export const UPLOAD_KIND = 'upload';
 /** Reasons that start with this are files the paused service refused: shown as such, never retried. */
 export const PAUSED_REFUSED = 'paused-refused';
+/** A done upload's note starts with this when a cancel came after its last part was on its way and storage took it (last-part.ts). */
+export const COMPLETED_DESPITE_CANCEL = 'completed-despite-cancel';
 
 export interface UploadPayload extends FileIdentity {
   path: string;
@@ -93,7 +95,7 @@ export function decodeParts(done: unknown, parts: number): Set<number> {
 }
 
 /** The local API's states (docs/local-api.md): an item the queue's cap dropped is dead-lettered, its reason saying so. */
-export type UploadState = 'queued' | 'uploading' | 'done' | 'paused-refused' | 'dead-lettered' | 'cancelled';
+export type UploadState = 'queued' | 'uploading' | 'done' | 'paused-refused' | 'dead-lettered' | 'cancelled' | typeof COMPLETED_DESPITE_CANCEL;
 
 export interface UploadView {
   name: string;
@@ -131,6 +133,7 @@ export function uploadView(item: OutboxItem, inFlight: boolean): UploadView | un
     item.state === 'pending' ? (inFlight ? 'uploading' : 'queued')
     : item.state === 'dead' ? (item.reason?.startsWith(PAUSED_REFUSED) ? 'paused-refused' : item.reason?.startsWith(CANCELLED) ? 'cancelled' : 'dead-lettered')
     : item.state === 'dropped' ? 'dead-lettered'
+    : item.reason?.startsWith(COMPLETED_DESPITE_CANCEL) ? COMPLETED_DESPITE_CANCEL
     : item.state;
   if (item.kind === REALTIME_KIND) {
     const r = item.payload as RealtimePayload;

@@ -1,15 +1,22 @@
 // Which files someone who can reach the local API may have uploaded: only
 // regular files inside the media dir or a configured upload root
 // (setting uploadRoots), reached without a symbolic link that leads out of
-// it. Without this, anyone allowed on the socket could have the daemon send
-// credentials.json or /etc/shadow to the cloud.
+// it, and with one name only. Without this, anyone allowed on the socket
+// could have the daemon send credentials.json or /etc/shadow to the cloud.
 //
 // The path is resolved (realpath) and the result must lie inside the real
 // path of a root; it is then opened with O_NOFOLLOW (a last component
 // swapped for a link after the check is refused by the kernel) and fstat'ed
 // through that descriptor, so the identity queued (dev, ino, size, mtime) is
-// the file that passed the check; the upload worker compares it again before
-// each part (version-check.ts).
+// the file that passed the check. Where the descriptor's file lies is asked
+// of the kernel (/proc/self/fd) after the open, so a folder on the way
+// swapped for a link between the realpath and the open is caught too. The
+// upload workers make the same checks on the descriptor they read every
+// byte from (version-check.ts), at every attempt.
+//
+// A file with more than one name (a hard link) is refused: its other name
+// may be anywhere on the same file system, credentials.json among them, and
+// no path check can see it. Camera recorders write one name per clip.
 import { constants, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { describeFileType } from '../lib/bounded-read.js';
@@ -33,6 +40,53 @@ const inside = (root: string, p: string): string | undefined => {
 };
 
 const codeOf = (err: unknown): string => (err as NodeJS.ErrnoException).code ?? 'error';
+
+/**
+ * Why a regular file is not uploaded for its names, or undefined: one with
+ * more than one (a hard link) may be another file's second name, a file of
+ * the state dir's among them (docs/uploads.md, "Which files are taken").
+ */
+export function linkRefusal(st: { nlink?: number }): string | undefined {
+  if (st.nlink === undefined || st.nlink <= 1) return undefined;
+  return `a file with ${st.nlink} names (hard links): it may be another file's second name, so it is not uploaded`;
+}
+
+/**
+ * Where the file open at `fd` lies now, by the kernel's account; without
+ * /proc, the real path of `given` when that still names the same file.
+ */
+async function whereOpen(fd: number, given: string, id: { dev: number; ino: number }): Promise<string | undefined> {
+  try {
+    return await fs.readlink(`/proc/self/fd/${fd}`);
+  } catch {
+    const real = await fs.realpath(given).catch(() => undefined);
+    const st = real === undefined ? undefined : await fs.stat(real).catch(() => undefined);
+    return st !== undefined && st.dev === id.dev && st.ino === id.ino ? real : undefined;
+  }
+}
+
+/**
+ * The root check on a descriptor already open, made by the upload workers
+ * before they read a byte of an attempt: the file it refers to must lie
+ * inside the real path, now, of the root its path is under. The reason when
+ * it does not; undefined when it does, and for a path under no root (queued
+ * by `upload` without a daemon, from anywhere, by the agent's own user: the
+ * local API and the media watcher queue only paths under a root).
+ */
+export async function openedOutsideRoots(given: string, fd: number, id: { dev: number; ino: number }, r: UploadRoots): Promise<string | undefined> {
+  const p = path.resolve(given);
+  const root = r.roots.map((d) => path.resolve(d)).find((d) => inside(d, p) !== undefined);
+  if (root === undefined) return undefined;
+  let realRoot: string;
+  try {
+    realRoot = await fs.realpath(root);
+  } catch (err) {
+    return `${root} cannot be resolved (${codeOf(err)})`;
+  }
+  const where = await whereOpen(fd, p, id);
+  if (where === undefined || inside(realRoot, where) === undefined) return `${p} leads out of ${root} (a folder or link on its way was changed)`;
+  return undefined;
+}
 
 /** Checks one path given to POST /v1/uploads; on success the payload to queue. */
 export async function resolveUploadPath(input: string, r: UploadRoots): Promise<PathVerdict> {
@@ -81,6 +135,11 @@ export async function resolveUploadPath(input: string, r: UploadRoots): Promise<
     handle = await fs.open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     const st = await handle.stat();
     if (!st.isFile()) return { ok: false, status: 400, reason: `${given} is ${describeFileType(st)}, not a regular file` };
+    const names = linkRefusal(st);
+    if (names !== undefined) return { ok: false, status: 403, reason: `${given} is ${names}` };
+    // A folder on the way swapped for a link between the realpath above and the open.
+    const moved = await openedOutsideRoots(path.join(root, rel), handle.fd, st, { roots: [root] });
+    if (moved !== undefined) return { ok: false, status: 403, reason: moved };
     // Named under the root as configured (the media watcher's form), so one file is one path whichever way it came.
     const p = path.join(root, rel);
     const name = path.basename(p);

@@ -6,15 +6,18 @@
 // finished within 24 h has expired and is created again.
 //
 // One upload sends one version of the file (version-check.ts): the file is
-// opened, and checked to be a regular file, before the asset is created; its
-// metadata is checked after every chunk and a sample of its bytes before the
-// last bytes go. The service completes an asset when its last part arrives,
-// so the last part is streamed from the open file and its final buffer is
-// held back until the checks pass: a file changed at any moment before that
-// leaves the asset unfinished (the service drops it after 24 h; devices
-// cannot delete assets), the item dead-lettered with what changed, and the
-// file handed back to the uploads unit to go again, as a new asset, once it
-// holds still.
+// opened, and checked (a regular file, one name, inside its root), before
+// the asset is created, at every attempt; every byte of every chunk is read
+// from that descriptor, never by the path again; its metadata is checked
+// after every chunk and a sample of its bytes before the last bytes go. The
+// service completes an asset when its last part arrives, so the last part's
+// final buffer is held back until the checks pass: a file changed at any
+// moment before that leaves the asset unfinished (the service drops it after
+// 24 h; devices cannot delete assets), the item dead-lettered with what
+// changed, and the file handed back to the uploads unit to go again, as a
+// new asset, once it holds still. A cancel that comes once those last bytes are on their way
+// cannot take them back (last-part.ts): the upload ends done, noted
+// completed despite the cancel.
 import { Readable } from 'node:stream';
 import { randomInt } from 'node:crypto';
 import { promises as fs } from 'node:fs';
@@ -28,11 +31,13 @@ import type { Logger } from '../lib/logger.js';
 import { quote, quotePath } from '../lib/text.js';
 import type { Worker } from '../outbox/dispatcher.js';
 import { classify, type Outcome } from '../outbox/outcome.js';
-import type { OutboxItem } from '../outbox/types.js';
+import { CANCELLED, type OutboxItem } from '../outbox/types.js';
+import type { LastParts } from './last-part.js';
+import type { UploadRoots } from './upload-paths.js';
 import type { UploadUrls } from './upload-urls.js';
 import { writeUploadRequest } from './upload-request.js';
-import { PAUSED_REFUSED, UPLOAD_KIND, decodeParts, encodeParts, partBytes, type FileIdentity, type UploadPayload, type UploadProgress } from './upload-item.js';
-import { NotRegular, PinnedFile, VersionChanged, nodeUploadFiles, readAt, xorInto, zeroDigest, type UploadFiles } from './version-check.js';
+import { COMPLETED_DESPITE_CANCEL, PAUSED_REFUSED, UPLOAD_KIND, decodeParts, encodeParts, partBytes, type FileIdentity, type UploadPayload, type UploadProgress } from './upload-item.js';
+import { NotRegular, NotTaken, PinnedFile, VersionChanged, nodeUploadFiles, readAt, xorInto, zeroDigest, type UploadFiles } from './version-check.js';
 
 /** The service expires an upload that is not finished within a day of its creation. */
 export const UPLOAD_LIFETIME_MS = 24 * 3600 * 1000;
@@ -61,8 +66,25 @@ export interface UploadWorkerDeps {
   onBytes?: (n: number) => void;
   /** Replaces node:fs for opening and checking the file (tests). */
   files?: UploadFiles;
+  /** The media dir and the upload roots: a file under one must lie inside it when it is opened (upload-paths.ts). Absent: not checked (unit tests). */
+  roots?: UploadRoots;
+  /** Where a cancel meets the moment the last bytes go (shared with the uploads unit). */
+  lastParts?: LastParts;
   logger?: Logger;
 }
+
+/** A cancel came before the last bytes went: they did not, and the upload ends cancelled. */
+export class CancelledFirst extends Error {
+  constructor() {
+    super('a cancel came before the last part went');
+  }
+}
+
+/** The outcome of an attempt a cancel cut before its last bytes went: ended as the cancel ends it (never retried, no failure counted). */
+export const cancelledFirst = (): Outcome => ({ result: 'dead', reason: `${CANCELLED}: through the local API, before its last part went` });
+
+/** A done upload a cancel came too late for: its note says so (upload-item.ts, last-part.ts). */
+export const completedDespiteCancel = (): Outcome => ({ result: 'done', note: `${COMPLETED_DESPITE_CANCEL}: a cancel came while its last part was on its way; storage took it and the service completed the asset` });
 
 // The device number is left out for the reason the index leaves it out (a remounted card).
 const sameFile = (a: FileIdentity, b: { ino: number; size: number; mtimeMs: number }): boolean => a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs;
@@ -86,22 +108,28 @@ export class UploadWorker implements Worker {
     const p = item.payload as UploadPayload;
     // Asked first: a finished upload whose done record a crash lost may have had its file deleted already.
     if (this.d.index.has(p)) return { result: 'done', note: 'already uploaded' };
-    // Opened, and known to be a regular file, before any asset exists for it.
+    // Opened and checked (a regular file, one name, inside its root) before any asset exists for it, and
+    // anew at every attempt: a retry, or a resume after a restart, reads only from a descriptor that passed.
     let file: PinnedFile;
     try {
-      file = await PinnedFile.open(p.path, this.d.files ?? nodeUploadFiles);
+      file = await PinnedFile.open(p.path, this.d.files ?? nodeUploadFiles, this.d.roots);
     } catch (err) {
       return this.unreadable(p, err);
     }
+    let out: Outcome;
+    let late = false;
     try {
-      return await this.upload(item, p, file, signal);
+      out = await this.upload(item, p, file, signal);
     } finally {
+      late = this.d.lastParts?.release(item.id) ?? false;
       await file.close().catch(() => undefined);
     }
+    return late && out.result === 'done' ? completedDespiteCancel() : out;
   }
 
   private unreadable(p: UploadPayload, err: unknown): Outcome {
     if (err instanceof NotRegular) return dead(`${quotePath(p.path)} ${err.message}: not uploaded`);
+    if (err instanceof NotTaken) return dead(`${quotePath(p.path)} is not uploaded: ${err.why}`);
     const code = fsCode(err) ?? 'error';
     if (code === 'ENOENT' || code === 'ENOTDIR') return dead(`the file is gone (${code}): ${p.path}`);
     if (TEMPORARY_OPEN_ERRORS.has(code)) return { result: 'retry', error: fsError(err, 'open the file to upload', p.path) };
@@ -123,6 +151,7 @@ export class UploadWorker implements Worker {
       }
       await this.sendChunks(item.id, p, prog, urls, file, signal);
     } catch (err) {
+      if (err instanceof CancelledFirst) return cancelledFirst();
       if (err instanceof VersionChanged) return this.changed(p, prog ?? undefined, err.why, true);
       if (err instanceof AgentError && err.kind === 'paused') {
         // Never retried, by this run or a later one: the index keeps refused files as well as sent ones.
@@ -241,8 +270,9 @@ export class UploadWorker implements Worker {
         try {
           // Sampled before the PUT reads the part: bytes changed after this moment differ at the end.
           const digest = await file.sample(i, start, end, seed);
-          // A file slice, not a read stream: the storage client reads it through a reused buffer.
-          const body = length === 0 ? Buffer.alloc(0) : { file: p.path, start };
+          // A slice of the checked descriptor, never the path (a folder on the way may have been swapped
+          // since), and no read stream: the storage client reads it through a reused buffer.
+          const body = length === 0 ? Buffer.alloc(0) : { fd: file.fd, start };
           await this.d.storage.put({ url: urls[i] as string, body, length, contentType: p.filetype, signal });
           const why = await file.changed();
           if (why !== undefined) throw new VersionChanged(why);
@@ -266,17 +296,31 @@ export class UploadWorker implements Worker {
       stopped = (await file.changed()) ?? ((await file.samplesMatch(n, chunk, seed, expected)) ? undefined : 'a sample of its bytes differs from what was sent');
       return stopped;
     };
+    // Storage's answer to the last part, for a cancel that comes once its last bytes are on their way.
+    let answered: (took: boolean) => void = () => undefined;
+    const answer = new Promise<boolean>((resolve) => (answered = resolve));
+    let refused = false;
+    /** Throws unless the last bytes may go now: stopped (the abort's reason), or cancelled first. */
+    const seal = (): void => {
+      signal.throwIfAborted();
+      refused = this.d.lastParts?.seal(id, answer) === false;
+      if (refused) throw new CancelledFirst();
+    };
     try {
       if (length === 0) {
         if ((await verify()) !== undefined) throw new VersionChanged(stopped as string);
+        seal();
         await this.d.storage.put({ url: urls[last] as string, body: Buffer.alloc(0), length, contentType: p.filetype, signal });
       } else {
-        const body = heldBack(file, start, length, verify, (why) => (stopped = why));
+        const body = heldBack(file, start, length, verify, (why) => (stopped = why), seal);
         await this.d.storage.put({ url: urls[last] as string, body, length, contentType: p.filetype, signal });
       }
+      answered(true);
     } catch (err) {
-      // However storage reported the body's end (a read error, a reset), the file's change is the reason.
+      answered(false);
+      // However storage reported the body's end (a read error, a reset), the file's change, or the cancel, is the reason.
       if (stopped !== undefined) throw new VersionChanged(stopped);
+      if (refused) throw new CancelledFirst();
       throw err;
     }
     await record(last, digest, length);
@@ -286,10 +330,12 @@ export class UploadWorker implements Worker {
 /**
  * The last chunk, read from the open file through fresh buffers (the request
  * may still hold the one before). Its final buffer is pushed only once
- * `verify` found the whole file as it was sent; otherwise the stream fails,
- * the PUT never delivers its declared length, and storage keeps no part.
+ * `verify` found the whole file as it was sent, and `seal` found no cancel
+ * asked for (from then on none can take it back; it throws otherwise); otherwise the stream
+ * fails, the PUT never delivers its declared length, and storage keeps no
+ * part.
  */
-function heldBack(file: PinnedFile, start: number, length: number, verify: () => Promise<string | undefined>, onStop: (why: string) => void): Readable {
+function heldBack(file: PinnedFile, start: number, length: number, verify: () => Promise<string | undefined>, onStop: (why: string) => void, seal: () => void): Readable {
   let at = 0;
   return new Readable({
     read(): void {
@@ -302,6 +348,7 @@ function heldBack(file: PinnedFile, start: number, length: number, verify: () =>
           if (at < length) return void this.push(buf);
           const why = await verify();
           if (why !== undefined) throw new VersionChanged(why);
+          seal();
           this.push(buf);
           this.push(null);
         })

@@ -17,13 +17,15 @@ import type { Clock, Timer } from '../lib/clock.js';
 import { DirWatcher } from '../lib/dir-watcher.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { CANCEL_WAIT_MS } from '../lib/timing.js';
 import { uploadProgress } from './upload-summary.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections, UploadsSection } from '../core/status-document.js';
 import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
-import { UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
+import { COMPLETED_DESPITE_CANCEL, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
+import type { LastParts } from './last-part.js';
 import type { SkippedView } from './media-watcher.js';
 import { EndedRecordings, bornMs } from './ended-recordings.js';
 import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, type RealtimePayload } from './realtime-item.js';
@@ -75,6 +77,8 @@ export interface UploadsUnitDeps {
   recordings?: () => RecordingView[];
   /** Releases what uploads hold open (the storage client's sockets). */
   close?: () => void;
+  /** Where a cancel meets the moment an upload's last bytes go (shared with the upload workers). */
+  lastParts?: LastParts;
 }
 
 /**
@@ -100,7 +104,14 @@ export interface QueuedByHand {
   duplicate: boolean;
 }
 
-export type CancelResult = 'cancelled' | 'not-found' | 'done' | 'ended';
+/**
+ * What a cancel came to. `completed-despite-cancel`: the upload's last part
+ * was on its way and storage took it, so the service completed the asset;
+ * `last-part-on-its-way`: storage had not answered that part within
+ * CANCEL_WAIT_MS, and the upload ends completed-despite-cancel or cancelled
+ * by that answer.
+ */
+export type CancelResult = 'cancelled' | 'not-found' | 'done' | 'ended' | typeof COMPLETED_DESPITE_CANCEL | 'last-part-on-its-way';
 
 /** The same file as the contract counts it: path, size and modification time. */
 const sameFile = (a: UploadPayload, b: UploadPayload): boolean => a.path === b.path && a.size === b.size && a.mtimeMs === b.mtimeMs;
@@ -249,13 +260,46 @@ export class UploadsUnit implements DaemonUnit {
    * across restarts (the index is what outlives the queue's records). A
    * recording has no finished size or mtime yet: the index keeps it by inode
    * and finished name until its finished file is seen (queue()).
+   *
+   * Unless the last bytes of its last part are on their way already: no
+   * abort takes them back (last-part.ts). Then storage's answer decides,
+   * waited for up to CANCEL_WAIT_MS: taken, the upload is done and says
+   * completed despite the cancel; refused, it is cancelled as above; not
+   * known yet, the answer says so and the cancel is settled when it comes.
    */
   async cancel(id: string): Promise<CancelResult> {
     const item = this.d.outbox.items().find((i) => i.id === id && isUploadKind(i.kind));
     if (item === undefined) return 'not-found';
-    if (item.state === 'done') return 'done';
+    if (item.state === 'done') return item.reason?.startsWith(COMPLETED_DESPITE_CANCEL) === true ? COMPLETED_DESPITE_CANCEL : 'done';
     if (item.state !== 'pending') return 'ended';
-    if (!(await this.d.outbox.cancel(id, 'through the local API'))) return 'ended';
+    // At once, before anything is awaited: from here on the worker sends no last bytes of this item.
+    const onItsWay = this.d.lastParts?.stop(id);
+    if (onItsWay === undefined) return this.cancelled(item);
+    const deadline = this.d.clock.now() + CANCEL_WAIT_MS;
+    const took = await this.within(onItsWay, CANCEL_WAIT_MS);
+    if (took === false) return this.cancelled(item);
+    if (took === undefined) {
+      this.d.logger?.info({ id, name: (item.payload as UploadPayload).name }, 'cancel asked while the upload\'s last part is on its way; storage\'s answer decides');
+      // A last part storage refused leaves the upload cancelled after all; one it took leaves it done, noted so by the worker.
+      void onItsWay.then((t) => (t ? undefined : this.cancelled(item))).catch(() => undefined).finally(() => this.d.lastParts?.forget(id));
+      return 'last-part-on-its-way';
+    }
+    await this.ended(id, Math.max(0, deadline - this.d.clock.now()));
+    this.d.lastParts?.forget(id);
+    this.d.logger?.info({ id, name: (item.payload as UploadPayload).name }, 'cancel came too late: the upload\'s last part was on its way and storage took it; the asset is complete');
+    this.d.bus.emit('statusChanged', {});
+    return COMPLETED_DESPITE_CANCEL;
+  }
+
+  /** Ends a pending item as cancelled and records its file (cancel()). */
+  private async cancelled(item: OutboxItem): Promise<CancelResult> {
+    const id = item.id;
+    try {
+      // Ended by its own worker meanwhile, as a cancel ends it (it stopped before its last part went): cancelled all the same.
+      if (!(await this.d.outbox.cancel(id, 'through the local API')) && !this.endedCancelled(id)) return 'ended';
+    } finally {
+      this.d.lastParts?.forget(id);
+    }
     const p = item.payload as UploadPayload;
     this.held.delete(p.path);
     const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.recordings.end(item.payload as RealtimePayload);
@@ -263,6 +307,46 @@ export class UploadsUnit implements DaemonUnit {
     this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
     this.d.bus.emit('statusChanged', {});
     return 'cancelled';
+  }
+
+  private endedCancelled(id: string): boolean {
+    const now = this.d.outbox.items().find((i) => i.id === id);
+    return now?.state === 'dead' && now.reason?.startsWith(CANCELLED) === true;
+  }
+
+  /** `answer`'s value, or undefined once `ms` agent ms passed without one. */
+  private within<T>(answer: Promise<T>, ms: number): Promise<T | undefined> {
+    return new Promise((resolve) => {
+      const timer = this.d.clock.setTimer(() => resolve(undefined), ms);
+      answer.then(
+        (v) => {
+          timer.cancel();
+          resolve(v);
+        },
+        () => {
+          timer.cancel();
+          resolve(undefined);
+        },
+      );
+    });
+  }
+
+  /** Resolves once item `id` is no longer pending (the dispatcher recorded its attempt), or after `ms` agent ms. */
+  private ended(id: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const owner = {};
+      const done = (): void => {
+        timer.cancel();
+        this.d.bus.removeListeners(owner);
+        resolve();
+      };
+      const look = (): void => {
+        if (this.d.outbox.items().find((i) => i.id === id)?.state !== 'pending') done();
+      };
+      const timer = this.d.clock.setTimer(done, ms);
+      this.d.bus.on('outboxSettled', owner, look);
+      look();
+    });
   }
 
   /** Cancels every upload not yet done; the ids cancelled. */

@@ -10,8 +10,9 @@
 //   path (size, modification time, inode change time, inode): before the
 //   first part, after every part, and before the last bytes go. Any write
 //   moves the inode change time, which no program can set back; a file
-//   renamed over the path shows another inode. Two fstat and one stat per
-//   part (parts are megabytes).
+//   renamed over the path, or a folder on its way swapped, shows another
+//   inode; a link put at the path is a change of its own. Two fstat and two
+//   stat per part (parts are megabytes).
 // - A sample of the bytes, for what metadata can miss: FAT and exFAT keep
 //   times to 2 s or 10 ms and have no real inode change time, so a same-size
 //   rewrite whose mtime was set back, or one within a tick, keeps every
@@ -28,6 +29,7 @@
 import { constants, promises as fs, type Stats } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { describeFileType } from '../lib/bounded-read.js';
+import { linkRefusal, openedOutsideRoots, type UploadRoots } from './upload-paths.js';
 
 /** Bytes in each block of a part's sample. */
 export const SAMPLE_BLOCK_BYTES = 4096;
@@ -35,9 +37,11 @@ export const SAMPLE_BLOCK_BYTES = 4096;
 const DIGEST_BYTES = 8;
 
 /** What the checks read of a file: node's Stats fits. */
-export type FileFacts = Pick<Stats, 'dev' | 'ino' | 'size' | 'mtimeMs' | 'ctimeMs' | 'isFile' | 'isDirectory' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice' | 'isSymbolicLink'>;
+export type FileFacts = Pick<Stats, 'dev' | 'ino' | 'nlink' | 'size' | 'mtimeMs' | 'ctimeMs' | 'isFile' | 'isDirectory' | 'isFIFO' | 'isSocket' | 'isCharacterDevice' | 'isBlockDevice' | 'isSymbolicLink'>;
 
 export interface OpenFile {
+  /** The descriptor: storage PUTs read their bytes through it (api/storage-body.ts), never through the path. */
+  readonly fd: number;
   stat(): Promise<FileFacts>;
   read(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
   close(): Promise<void>;
@@ -45,17 +49,53 @@ export interface OpenFile {
 
 /** The file operations an upload uses (tests replace them). */
 export interface UploadFiles {
-  /** Opens for reading without blocking (a FIFO must not wedge the upload). */
+  /** Opens for reading without blocking (a FIFO must not wedge the upload), and without following a link as the last component. */
   open(file: string): Promise<OpenFile>;
+  /** The file a path leads to (links followed). */
   stat(file: string): Promise<FileFacts>;
+  /** The path itself (a link as a link). */
+  lstat(file: string): Promise<FileFacts>;
 }
 
-const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY | constants.O_NOFOLLOW;
 
 export const nodeUploadFiles: UploadFiles = {
   open: (file) => fs.open(file, OPEN_FLAGS),
   stat: (file) => fs.stat(file),
+  lstat: (file) => fs.lstat(file),
 };
+
+/** A file opened for an upload and checked, before a byte of it is read. */
+export interface CheckedFile {
+  file: OpenFile;
+  st: FileFacts;
+  /** The path's last component was a link (one the media watcher followed, inside the media dir). */
+  viaLink: boolean;
+}
+
+/**
+ * Opens `path` for one attempt at an upload and checks what it opened, on
+ * the descriptor every byte will be read from: a regular file, with one
+ * name (upload-paths.ts linkRefusal), lying inside the root its path is
+ * under (upload-paths.ts openedOutsideRoots; not checked without `roots`).
+ * Links in the path are resolved first, and the real path opened without
+ * following a link, so the file the checks look at is the file opened.
+ * Throws the open's error, NotRegular, or NotTaken (the descriptor closed).
+ */
+export async function openForUpload(path: string, files: UploadFiles, roots?: UploadRoots): Promise<CheckedFile> {
+  const viaLink = (await files.lstat(path)).isSymbolicLink();
+  const file = await files.open(await fs.realpath(path));
+  try {
+    const st = await file.stat();
+    if (!st.isFile()) throw new NotRegular(describeKind(st));
+    const why = linkRefusal(st) ?? (roots === undefined ? undefined : await openedOutsideRoots(path, file.fd, st, roots));
+    if (why !== undefined) throw new NotTaken(why);
+    return { file, st, viaLink };
+  } catch (err) {
+    await file.close().catch(() => undefined);
+    throw err;
+  }
+}
 
 /** The numbers that tell one version of a file from another. */
 export interface Version {
@@ -117,9 +157,11 @@ export function xorInto(acc: Buffer, d: Buffer): void {
 
 /**
  * The open file an upload reads from, with the version it had when the
- * upload began. Every sample comes through this descriptor, so a file
- * renamed over the path cannot slip into them; the path is asked too,
- * since storage PUTs open it by name (api/storage-body.ts).
+ * upload began. Every byte sent and every sample comes through this
+ * descriptor (openForUpload), so nothing put at the path later (a file
+ * renamed over it, a folder on its way swapped for one holding a link to
+ * credentials.json) can slip into them; the path is asked after every part
+ * only to stop an upload whose file is no longer there.
  */
 export class PinnedFile {
   private constructor(
@@ -127,19 +169,18 @@ export class PinnedFile {
     readonly file: OpenFile,
     readonly baseline: Version,
     private readonly files: UploadFiles,
+    private readonly viaLink: boolean,
   ) {}
 
-  /** Opens `path`; throws the open's error, or a NotRegular when it is no regular file (the descriptor closed). */
-  static async open(path: string, files: UploadFiles): Promise<PinnedFile> {
-    const file = await files.open(path);
-    try {
-      const st = await file.stat();
-      if (!st.isFile()) throw new NotRegular(describeKind(st));
-      return new PinnedFile(path, file, versionOf(st), files);
-    } catch (err) {
-      await file.close().catch(() => undefined);
-      throw err;
-    }
+  /** Opens and checks `path` (openForUpload); throws as it does. */
+  static async open(path: string, files: UploadFiles, roots?: UploadRoots): Promise<PinnedFile> {
+    const { file, st, viaLink } = await openForUpload(path, files, roots);
+    return new PinnedFile(path, file, versionOf(st), files, viaLink);
+  }
+
+  /** The descriptor storage PUTs read from. */
+  get fd(): number {
+    return this.file.fd;
   }
 
   /** What changed since the upload began, on the descriptor or at the path; undefined when nothing did. */
@@ -148,6 +189,8 @@ export class PinnedFile {
     if (held !== undefined) return held;
     let at: FileFacts;
     try {
+      // A link put at the path stops the upload even when it leads back to the file: someone is at work there.
+      if (!this.viaLink && (await this.files.lstat(this.path)).isSymbolicLink()) return 'its path is now a symbolic link';
       at = await this.files.stat(this.path);
     } catch (err) {
       return `it is no longer at its path (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
@@ -191,6 +234,13 @@ export class PinnedFile {
 export class NotRegular extends Error {
   constructor(readonly kind: string) {
     super(`is ${kind}, not a regular file`);
+  }
+}
+
+/** The file is not one an upload may read (more than one name, or outside its root): the reason. */
+export class NotTaken extends Error {
+  constructor(readonly why: string) {
+    super(why);
   }
 }
 

@@ -9,8 +9,7 @@
 // new asset. A file that cannot be read, or is a FIFO, gets no asset.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync, writeSync, type Stats } from 'node:fs';
-import { promises as fsp } from 'node:fs';
+import { appendFileSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, utimesSync, writeFileSync, writeSync, type Stats } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -43,14 +42,9 @@ interface RigOptions {
 async function bodyOf(chunk: ChunkPut): Promise<Buffer> {
   if (Buffer.isBuffer(chunk.body)) return chunk.body;
   if (isFileSlice(chunk.body)) {
-    const h = await fsp.open(chunk.body.file, 'r');
-    try {
-      const b = Buffer.alloc(chunk.length);
-      const { bytesRead } = await h.read(b, 0, chunk.length, chunk.body.start);
-      return b.subarray(0, bytesRead);
-    } finally {
-      await h.close();
-    }
+    // The worker's descriptor, as the storage client reads it.
+    const b = Buffer.alloc(chunk.length);
+    return b.subarray(0, readSync(chunk.body.fd, b, 0, chunk.length, chunk.body.start));
   }
   // A stream: read to its end; one that fails is a PUT that never delivered its length.
   const parts: Buffer[] = [];
@@ -163,9 +157,10 @@ function frozenStats(): UploadFiles {
   return {
     async open(file) {
       const h = await nodeUploadFiles.open(file);
-      return { read: (b, off, len, pos) => h.read(b, off, len, pos), close: () => h.close(), stat: async () => keep(file, (await h.stat()) as Stats) };
+      return { fd: h.fd, read: (b, off, len, pos) => h.read(b, off, len, pos), close: () => h.close(), stat: async () => keep(file, (await h.stat()) as Stats) };
     },
     stat: async (file) => keep(file, (await nodeUploadFiles.stat(file)) as Stats),
+    lstat: async (file) => keep(`${file} (lstat)`, (await nodeUploadFiles.lstat(file)) as Stats),
   };
 }
 
@@ -214,9 +209,11 @@ describe('one upload, one version', () => {
     const base = nodeUploadFiles;
     const files: UploadFiles = {
       stat: base.stat,
+      lstat: base.lstat,
       async open(file) {
         const h = await base.open(file);
         return {
+          fd: h.fd,
           stat: () => h.stat(),
           close: () => h.close(),
           // The rewrite lands between the sample and the read of the last part's bytes.
@@ -275,6 +272,7 @@ describe('a clip that cannot be read gets no asset', () => {
   it('unreadable (EACCES at open): no create, dead with the reason', async () => {
     const files: UploadFiles = {
       stat: nodeUploadFiles.stat,
+      lstat: nodeUploadFiles.lstat,
       open: async () => {
         throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES', errno: -13, syscall: 'open' });
       },
