@@ -7,6 +7,7 @@
 import { getClientId } from '../auth/client-id.js';
 import { DaemonPairing } from '../auth/daemon-pairing.js';
 import { createServiceApi } from '../api/service.js';
+import type { Wire } from '../api/transport.js';
 import { ChannelMapStore } from '../channels/channel-map.js';
 import { ChannelsUnit } from '../channels/channels-unit.js';
 import { ChannelDetector } from '../channels/detect.js';
@@ -62,6 +63,8 @@ export interface UnitsInput {
   bootId: string;
   onStatusWriteError: (err: unknown) => void;
   agentVersion: string;
+  /** Replaces the HTTP exchange with the service, as the core's does (daemon.ts); production never sets it. */
+  wire?: Wire;
 }
 
 export interface DaemonUnits {
@@ -197,7 +200,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     bus,
     oauth: api.oauth,
     // The grant is verified with its own token before anything uses it: a client of its own, closed after.
-    verifier: (accessToken) => createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: i.agentVersion, clock, logger, extraCas: settings.extraCas }),
+    verifier: (accessToken) => createServiceApi({ baseUrl: settings.apiUrl, token: () => accessToken, firmwareVersion: settings.firmwareVersion, agentVersion: i.agentVersion, clock, logger, extraCas: settings.extraCas, ...(i.wire !== undefined && { wire: i.wire }) }),
     clientId: async () => (await getClientId(settings)).clientId,
     credentials: tokens,
   });

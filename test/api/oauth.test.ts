@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from '@jest/gl
 import { chmodSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
-import { ManualClock } from '../fake-cloud/test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 import { createServiceApi, type ServiceApi } from '../../agent/api/service.js';
 import type { ClientCredentials } from '../../agent/api/oauth.js';
 import { readClientSecret } from '../../agent/auth/client-secret.js';
@@ -15,7 +15,7 @@ import { tempDir } from '../support/auth-fixtures.js';
 import { failure } from './failure.js';
 
 const FIRMWARE = '2.3.4-rc.1';
-const cloudClock = new ManualClock();
+const cloudClock = new VirtualClock();
 let cloud: FakeCloud;
 let tmp: ReturnType<typeof tempDir>;
 const apis: ServiceApi[] = [];
@@ -89,9 +89,9 @@ describe('device-code pairing', () => {
     const o = api().oauth;
     const code = await o.requestDeviceCode(client);
     await expect(o.pollDeviceCode(client, code.deviceCode)).resolves.toEqual({ kind: 'pending' });
-    cloudClock.advance(1_000);
+    await cloudClock.advance(1_000);
     await expect(o.pollDeviceCode(client, code.deviceCode)).resolves.toEqual({ kind: 'slow-down' });
-    cloudClock.advance(120_000);
+    await cloudClock.advance(120_000);
     await expect(o.pollDeviceCode(client, code.deviceCode)).resolves.toEqual({ kind: 'expired' });
   });
 

@@ -4,7 +4,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud } from './index.js';
-import { call, ManualClock } from './test-helpers.js';
+import { call } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -15,7 +16,7 @@ afterEach(async () => {
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 async function start(): Promise<FakeCloud> {
-  cloud = await startFakeCloud({ clock: new ManualClock().now });
+  cloud = await startFakeCloud({ clock: new VirtualClock().now });
   return cloud;
 }
 

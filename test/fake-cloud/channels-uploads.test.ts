@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud, FakeCloudOptions } from './index.js';
-import { call, ManualClock, raw } from './test-helpers.js';
+import { call, raw } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -110,10 +111,10 @@ describe('assets and presigned uploads', () => {
   });
 
   it('expires upload URLs after 24 agent hours', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     const c = await start({ clock: clock.now });
     const a = await postJson(c, '/v2/devices/assets', { name: 'a.mp4', filetype: 'video/mp4', filesize: 10, offset: 0 });
-    clock.advance(24 * 3600_000 + 1);
+    await clock.advance(24 * 3600_000 + 1);
     const r = await put(a.body.upload_urls[0], Buffer.alloc(10));
     expect(r.status).toBe(403);
     expect(r.body.toString()).toContain('expired');

@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud } from './index.js';
 import { SEMVER } from './http.js';
-import { call, heartbeat, LEGACY_401, ManualClock } from './test-helpers.js';
+import { call, heartbeat, LEGACY_401 } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -24,7 +25,7 @@ describe('fake cloud: health, auth, device record', () => {
   });
 
   it('answers missing, unknown, expired and revoked bearers with the exact legacy 401', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     cloud = await startFakeCloud({ devices: 2, clock: clock.now, tokenLifetimeSeconds: 60 });
     const [a, b] = cloud.devices;
     const cases: Array<string | undefined> = [undefined, 'not-a-token', b!.refreshToken];
@@ -38,7 +39,7 @@ describe('fake cloud: health, auth, device record', () => {
     cloud.control.revokeTokens(b!.id);
     expect((await call(cloud.url, '/v2/devices/heartbeat', { method: 'POST', token: b!.accessToken })).status).toBe(401);
     expect((await call(cloud.url, '/v2/devices/me', { token: a!.accessToken })).status).toBe(200);
-    clock.advance(60_000);
+    await clock.advance(60_000);
     const expired = await call(cloud.url, '/v2/me', { token: a!.accessToken });
     expect(expired.status).toBe(401);
     expect(await expired.json()).toEqual(LEGACY_401);
@@ -72,15 +73,15 @@ describe('fake cloud: health, auth, device record', () => {
   });
 
   it('is online while the last call is under 5 agent minutes old, then offline; paused overrides', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     cloud = await startFakeCloud({ clock: clock.now });
     const id = cloud.devices[0]!.id;
     expect(cloud.device(id)!.status).toBe('offline');
     expect(await heartbeat(cloud)).toBe(204);
     expect(cloud.device(id)!.status).toBe('online');
-    clock.advance(299_999);
+    await clock.advance(299_999);
     expect(cloud.device(id)!.status).toBe('online');
-    clock.advance(1);
+    await clock.advance(1);
     expect(cloud.device(id)!.status).toBe('offline');
     // Any API call counts, not only heartbeats; a 401 does not.
     await (await call(cloud.url, '/v2/devices/me', { token: 'bogus' })).arrayBuffer();
@@ -127,7 +128,7 @@ describe('fake cloud: health, auth, device record', () => {
   });
 
   it('rate limits per device and path with a leaky bucket, 429 with the legacy body', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     cloud = await startFakeCloud({ devices: 2, clock: clock.now, rateLimit: { limit: 2, windowMs: 60_000 } });
     const [a, b] = cloud.devices;
     const me = (token: string) => call(cloud!.url, '/v2/devices/me', { token });
@@ -146,7 +147,7 @@ describe('fake cloud: health, auth, device record', () => {
     expect((await me(b!.accessToken)).status).toBe(200);
     expect(await heartbeat(cloud, 0)).toBe(204);
     // One request drains every 30 s.
-    clock.advance(30_000);
+    await clock.advance(30_000);
     expect((await me(a!.accessToken)).status).toBe(200);
     expect((await me(a!.accessToken)).status).toBe(429);
   });
@@ -178,7 +179,7 @@ describe('fake cloud: health, auth, device record', () => {
 
 describe('fake cloud: authorization expiry', () => {
   it('shows expires_at in the device record and refuses the tokens once it has passed', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     cloud = await startFakeCloud({ clock: clock.now });
     const d = cloud.devices[0]!;
     cloud.control.setAuthorizationExpiry(d.id, 60_000);
@@ -186,7 +187,7 @@ describe('fake cloud: authorization expiry', () => {
     expect(r.status).toBe(200);
     const body = (await r.json()) as { authorization: { expires_at: string | null } };
     expect(Date.parse(body.authorization.expires_at ?? '')).toBeGreaterThan(Date.now());
-    clock.advance(60_000);
+    await clock.advance(60_000);
     expect((await call(cloud.url, '/v2/devices/me', { token: d.accessToken })).status).toBe(401);
     cloud.control.setAuthorizationExpiry(d.id, null);
     const back = await call(cloud.url, '/v2/devices/me', { token: d.accessToken });

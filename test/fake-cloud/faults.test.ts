@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud, FakeCloudOptions } from './index.js';
-import { call, heartbeat, ManualClock, raw } from './test-helpers.js';
+import { call, heartbeat, raw } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -51,13 +52,13 @@ describe('faults', () => {
   });
 
   it('applies only inside its agent-time window', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     const c = await start({ clock: clock.now });
     c.control.addFault({ kind: 'status', status: 500, fromMs: 1000, untilMs: 2000 });
     expect((await call(c.url, '/health')).status).toBe(200);
-    clock.advance(1000);
+    await clock.advance(1000);
     expect((await call(c.url, '/health')).status).toBe(500);
-    clock.advance(1000);
+    await clock.advance(1000);
     expect((await call(c.url, '/health')).status).toBe(200);
   });
 

@@ -2,7 +2,7 @@
 // See README.md in this folder for the interface other tests rely on.
 import { randomUUID } from 'node:crypto';
 import { CloudState, makeClock, secret } from './state.js';
-import type { TokenState } from './state.js';
+import type { TokenState, VirtualTime } from './state.js';
 import { RateLimiter, DEFAULT_RATE_LIMIT } from './rate-limit.js';
 import type { RateLimitOptions } from './rate-limit.js';
 import { Referee } from './referee.js';
@@ -30,7 +30,7 @@ export type { Fault, FaultKind } from './faults.js';
 export type { JournalEntry } from './pipeline.js';
 export type { RefereeReport } from './referee.js';
 export type { AssetView } from './uploads.js';
-export type { TokenState } from './state.js';
+export type { TokenState, VirtualTime } from './state.js';
 export type { InjectRequest, InjectResponse } from './inject.js';
 export type { CertificateChoice, CertificateKind } from './certs.js';
 export type { ConnectionFault, ConnectionFaultKind } from './front.js';
@@ -44,8 +44,14 @@ export interface FakeCloudOptions {
   adminPort?: number;
   /** Same meaning as the agent's --time-scale (default 1). */
   timeScale?: number;
-  /** Replaces performance.now() * timeScale: agent-time ms since start (unit tests). */
-  clock?: () => number;
+  /**
+   * The fake's time instead of performance.now() * timeScale (state.ts,
+   * makeClock): a function is agent-time ms since start moved by hand (the
+   * fake's own tests); a VirtualTime (the test's virtual clock: the fleet, the
+   * daemon in-process) is the time and the timers of delay faults, with no
+   * slack for jitter at the referee.
+   */
+  clock?: (() => number) | VirtualTime;
   /** Source of randomness for fault fractions (default Math.random). */
   random?: () => number;
   tokenLifetimeSeconds?: number;
@@ -63,8 +69,6 @@ export interface FakeCloudOptions {
   listen?: boolean;
   /** Wall time (epoch ms) at agent time 0, for ISO times and inject()'s Date header (default: now). */
   wallStart?: number;
-  /** Arms a delay fault's timer in agent ms on a virtual clock (with `clock`); default: real timers. */
-  setTimer?: (fn: () => void, agentMs: number) => { cancel(): void };
   /**
    * Serve HTTPS with a throwaway CA made at start (its PEM in `caFile`);
    * default false here (the standalone fake defaults to HTTPS). The admin
@@ -174,7 +178,7 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     refreshLifetimeSeconds: options.refreshLifetimeSeconds ?? 14 * 24 * 3600,
     clientSecret,
   });
-  const referee = new Referee(timeScale, clock.now);
+  const referee = new Referee(clock.toleranceMs, clock.now);
   const faults = new FaultSet(options.random);
   const journal: JournalEntry[] = [];
   const router = new Router();
@@ -199,7 +203,6 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     storagePrefix: STORAGE_PREFIX,
     storage: (req, res, entry, hits) => uploads.storage(req, res, entry, hits, pipeline),
     storageOwner: (path) => uploads.ownerOf(path),
-    ...(options.setTimer !== undefined && { setTimer: options.setTimer }),
   });
 
   const seeded: SeededDevice[] = [];

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud } from './index.js';
-import { ManualClock } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -14,29 +14,9 @@ afterEach(async () => {
 const beat = (c: FakeCloud, token: string) =>
   c.inject({ method: 'POST', path: '/v2/devices/heartbeat', headers: { authorization: `Bearer ${token}`, 'x-client-version': '1.0.0' } });
 
-/** Timers on the test's clock, fired by hand. */
-function manualTimers() {
-  const pending: Array<{ at: number; fn: () => void; cancelled: boolean }> = [];
-  return {
-    setTimer: (clock: ManualClock) => (fn: () => void, ms: number) => {
-      const e = { at: clock.now() + ms, fn, cancelled: false };
-      pending.push(e);
-      return { cancel: () => void (e.cancelled = true) };
-    },
-    fireDue(now: number): number {
-      const due = pending.filter((e) => !e.cancelled && e.at <= now);
-      for (const e of due) {
-        e.cancelled = true;
-        e.fn();
-      }
-      return due.length;
-    },
-  };
-}
-
 describe('fake cloud: inject()', () => {
   it('runs a heartbeat through the pipeline: 204, rate-limit and Date headers, the referee and the journal count it', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     cloud = await startFakeCloud({ listen: false, clock: clock.now, wallStart: Date.UTC(2026, 0, 1) });
     expect(cloud.url).toBe('');
     const d = cloud.devices[0]!;
@@ -81,10 +61,9 @@ describe('fake cloud: inject()', () => {
     await expect(cloud.inject({ method: 'GET', path: '/v2/devices/me', headers: { authorization: `Bearer ${d.accessToken}` } })).rejects.toMatchObject({ code: 'ECONNRESET' });
   });
 
-  it('a delay fault holds the answer on the injected timers, not real ones', async () => {
-    const clock = new ManualClock();
-    const timers = manualTimers();
-    cloud = await startFakeCloud({ listen: false, clock: clock.now, setTimer: timers.setTimer(clock) });
+  it('a delay fault holds the answer on the injected clock, not real timers', async () => {
+    const clock = new VirtualClock();
+    cloud = await startFakeCloud({ listen: false, clock });
     const d = cloud.devices[0]!;
     cloud.control.addFault({ kind: 'delay', delayMs: 45_000, path: '/v2/devices/heartbeat' });
     let answered = false;
@@ -94,10 +73,10 @@ describe('fake cloud: inject()', () => {
     });
     await new Promise((r) => setImmediate(r));
     expect(answered).toBe(false);
-    clock.advance(44_999);
-    expect(timers.fireDue(clock.now())).toBe(0);
-    clock.advance(1);
-    expect(timers.fireDue(clock.now())).toBe(1);
+    await clock.advance(44_999);
+    expect(answered).toBe(false);
+    expect(await clock.advance(1)).toBe(1);
+    expect(answered).toBe(true);
     expect((await p).status).toBe(204);
   });
 
@@ -111,13 +90,13 @@ describe('fake cloud: inject()', () => {
   });
 
   it('deviceAway: a gap over 5 minutes across the time the device said it was away is no tooLate', async () => {
-    const clock = new ManualClock();
+    const clock = new VirtualClock();
     cloud = await startFakeCloud({ listen: false, clock: clock.now, devices: 2 });
     const [a, b] = cloud.devices as [typeof cloud.devices[0], typeof cloud.devices[0]];
     await beat(cloud, a.accessToken);
     await beat(cloud, b.accessToken);
     cloud.control.deviceAway(a.id, 100_000, 200_000);
-    clock.advance(400_000);
+    await clock.advance(400_000);
     await beat(cloud, a.accessToken);
     await beat(cloud, b.accessToken);
     expect(cloud.referee(a.id).tooLate).toBe(0);

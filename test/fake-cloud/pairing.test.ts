@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud, FakeCloudOptions } from './index.js';
-import { call, ManualClock } from './test-helpers.js';
+import { call } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -12,8 +13,8 @@ afterEach(async () => {
 const GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 type Json = Record<string, any>;
 
-async function start(o: FakeCloudOptions = {}): Promise<{ c: FakeCloud; clock: ManualClock }> {
-  const clock = new ManualClock();
+async function start(o: FakeCloudOptions = {}): Promise<{ c: FakeCloud; clock: VirtualClock }> {
+  const clock = new VirtualClock();
   cloud = await startFakeCloud({ clock: clock.now, ...o });
   return { c: cloud, clock };
 }
@@ -98,19 +99,19 @@ describe('pairing and tokens', () => {
     const u = client(c);
     const code = (await u.code()).body;
     expect((await u.poll(code.device_code)).body).toEqual({ error: 'authorization_pending' });
-    clock.advance(1000);
+    await clock.advance(1000);
     expect((await u.poll(code.device_code, true)).body).toEqual({ error: 'slow_down' });
     // slow_down added 5 s: the interval is now 10 s.
-    clock.advance(6000);
+    await clock.advance(6000);
     expect((await u.poll(code.device_code)).body).toEqual({ error: 'slow_down' });
     // and another 5 s: 15 s.
-    clock.advance(14_900);
+    await clock.advance(14_900);
     expect((await u.poll(code.device_code)).body).toEqual({ error: 'slow_down' });
-    clock.advance(20_000);
+    await clock.advance(20_000);
     expect((await u.poll(code.device_code)).body).toEqual({ error: 'authorization_pending' });
     expect(c.control.approve('000000x')).toBe(false);
     expect(c.control.approve(code.user_code)).toBe(true);
-    clock.advance(15_000);
+    await clock.advance(15_000);
     const t = await u.poll(code.device_code);
     expect(t.status).toBe(200);
     expect(t.body).toMatchObject({ expires_in: 28800, token_type: 'bearer' });
@@ -127,7 +128,7 @@ describe('pairing and tokens', () => {
     const { c, clock } = await start();
     const u = client(c);
     const code = (await u.code()).body;
-    clock.advance(120_000);
+    await clock.advance(120_000);
     expect(c.control.approve(code.user_code)).toBe(false);
     expect((await u.poll(code.device_code)).body).toEqual({ error: 'expired_token' });
   });
@@ -136,9 +137,9 @@ describe('pairing and tokens', () => {
     const { c, clock } = await start({ autoApproveSeconds: 10 });
     const u = client(c);
     const code = (await u.code()).body;
-    clock.advance(5000);
+    await clock.advance(5000);
     expect((await u.poll(code.device_code)).body).toEqual({ error: 'authorization_pending' });
-    clock.advance(5000);
+    await clock.advance(5000);
     expect((await u.poll(code.device_code)).status).toBe(200);
   });
 
@@ -160,9 +161,9 @@ describe('pairing and tokens', () => {
   it('expires refresh tokens after 14 days and access tokens after their lifetime', async () => {
     const { c, clock } = await start({ tokenLifetimeSeconds: 3600 });
     const d = c.devices[0]!;
-    clock.advance(3600_000);
+    await clock.advance(3600_000);
     expect((await call(c.url, '/v2/devices/me', { token: d.accessToken })).status).toBe(401);
-    clock.advance(14 * 24 * 3600_000);
+    await clock.advance(14 * 24 * 3600_000);
     expect((await client(c, d.clientId).refresh(d.refreshToken)).body).toEqual({ error: 'invalid_grant' });
   });
 

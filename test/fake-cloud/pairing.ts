@@ -39,7 +39,7 @@ export class Pairing {
   ) {}
 
   private get toleranceMs(): number {
-    return Math.max(50, 2 * this.clock.timeScale);
+    return this.clock.toleranceMs;
   }
 
   /** The person approving a code, typed as shown or not: spaces and dashes (`015 869`, `015-869`) are no part of it. */

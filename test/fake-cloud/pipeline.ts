@@ -46,8 +46,6 @@ export interface PipelineDeps {
   storage: (req: IncomingMessage, res: ServerResponse, entry: JournalEntry, faults: Fault[]) => void;
   /** The device whose asset an upload URL path belongs to (for device-scoped faults). */
   storageOwner: (path: string) => string | undefined;
-  /** Arms a timer in agent ms on the caller's clock (a virtual one); default: a real timer of agentMs / timeScale. */
-  setTimer?: (fn: () => void, agentMs: number) => { cancel(): void };
 }
 
 export class Pipeline {
@@ -70,7 +68,7 @@ export class Pipeline {
       this.timers.delete(timer);
       fn();
     };
-    const timer = this.d.setTimer?.(fire, agentMs) ?? realTimer(fire, agentMs / this.d.clock.timeScale);
+    const timer = this.d.clock.setTimer?.(fire, agentMs) ?? realTimer(fire, agentMs / this.d.clock.timeScale);
     this.timers.add(timer);
   }
 

@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud } from './index.js';
 import { Referee } from './referee.js';
-import { call, heartbeat, ManualClock } from './test-helpers.js';
+import { makeClock } from './state.js';
+import { call, heartbeat } from './test-helpers.js';
+import { VirtualClock } from '../support/virtual-clock.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -10,8 +12,8 @@ afterEach(async () => {
   cloud = undefined;
 });
 
-async function setup(devices = 1): Promise<{ cloud: FakeCloud; clock: ManualClock; id: string }> {
-  const clock = new ManualClock();
+async function setup(devices = 1): Promise<{ cloud: FakeCloud; clock: VirtualClock; id: string }> {
+  const clock = new VirtualClock();
   cloud = await startFakeCloud({ devices, clock: clock.now });
   return { cloud, clock, id: cloud.devices[0]!.id };
 }
@@ -20,12 +22,12 @@ describe('referee', () => {
   it('counts heartbeat attempts under 60 s apart as tooSoon, with a 50 ms tolerance at scale 1', async () => {
     const { cloud, clock, id } = await setup();
     await heartbeat(cloud);
-    clock.advance(60_000);
+    await clock.advance(60_000);
     await heartbeat(cloud);
-    clock.advance(59_951);
+    await clock.advance(59_951);
     await heartbeat(cloud);
     expect(cloud.referee(id).tooSoon).toBe(0);
-    clock.advance(59_949);
+    await clock.advance(59_949);
     await heartbeat(cloud);
     const r = cloud.referee(id);
     expect(r).toMatchObject({ heartbeats: 4, successfulHeartbeats: 4, tooSoon: 1, tooLate: 0, missingVersion: 0 });
@@ -37,41 +39,55 @@ describe('referee', () => {
     const { cloud, clock, id } = await setup();
     await heartbeat(cloud);
     cloud.control.revokeTokens(id);
-    clock.advance(1000);
+    await clock.advance(1000);
     expect(await heartbeat(cloud)).toBe(401);
     expect(cloud.referee(id)).toMatchObject({ heartbeats: 2, successfulHeartbeats: 1, tooSoon: 1 });
   });
 
-  it('scales the tolerance with the time scale: 2 real ms of agent time', () => {
-    expect(new Referee(1, () => 0).toleranceMs).toBe(50);
-    expect(new Referee(60, () => 0).toleranceMs).toBe(120);
-    expect(new Referee(600, () => 0).toleranceMs).toBe(1200);
+  it('scales the tolerance with the time scale: 2 real ms of agent time; none on a virtual clock', () => {
+    const tolerance = (scale: number, source?: VirtualClock) => new Referee(makeClock(scale, source).toleranceMs, () => 0).toleranceMs;
+    expect(tolerance(1)).toBe(50);
+    expect(tolerance(60)).toBe(120);
+    expect(tolerance(600)).toBe(1200);
+    expect(tolerance(1, new VirtualClock())).toBe(0);
+  });
+
+  it('on a virtual clock, 59 999 ms is too soon and 60 000 is not', async () => {
+    const clock = new VirtualClock();
+    cloud = await startFakeCloud({ clock });
+    const id = cloud.devices[0]!.id;
+    await heartbeat(cloud);
+    await clock.advance(60_000);
+    await heartbeat(cloud);
+    await clock.advance(59_999);
+    await heartbeat(cloud);
+    expect(cloud.referee(id)).toMatchObject({ heartbeats: 3, tooSoon: 1 });
   });
 
   it('counts closed gaps over 300 s between successful heartbeats as tooLate; an open gap never', async () => {
     const { cloud, clock, id } = await setup();
     await heartbeat(cloud);
-    clock.advance(300_000);
+    await clock.advance(300_000);
     await heartbeat(cloud);
     expect(cloud.referee(id).tooLate).toBe(0);
-    clock.advance(300_001);
+    await clock.advance(300_001);
     await heartbeat(cloud);
     expect(cloud.referee(id).tooLate).toBe(1);
-    clock.advance(3_600_000);
+    await clock.advance(3_600_000);
     expect(cloud.referee(id).tooLate).toBe(1);
   });
 
   it('does not blame the agent for gaps while connections were refused', async () => {
     const { cloud, clock, id } = await setup();
     await heartbeat(cloud);
-    clock.advance(100_000);
+    await clock.advance(100_000);
     cloud.control.refuseConnections();
-    clock.advance(200_000);
+    await clock.advance(200_000);
     await cloud.control.acceptConnections();
-    clock.advance(100_000);
+    await clock.advance(100_000);
     await heartbeat(cloud);
     expect(cloud.referee(id).tooLate).toBe(0);
-    clock.advance(301_000);
+    await clock.advance(301_000);
     await heartbeat(cloud);
     expect(cloud.referee(id).tooLate).toBe(1);
   });
@@ -81,10 +97,10 @@ describe('referee', () => {
     await heartbeat(cloud, 0);
     await heartbeat(cloud, 1);
     const f = cloud.control.addFault({ kind: 'status', status: 503, path: '/v2/devices/heartbeat', deviceId: id });
-    clock.advance(120_000);
+    await clock.advance(120_000);
     expect(await heartbeat(cloud, 0)).toBe(503);
     f.remove();
-    clock.advance(200_000);
+    await clock.advance(200_000);
     await heartbeat(cloud, 0);
     await heartbeat(cloud, 1);
     // Device 1 was served normally all along: its 320 s gap is its own.
@@ -92,9 +108,9 @@ describe('referee', () => {
     expect(cloud.referee(cloud.devices[1]!.id).tooLate).toBe(1);
     // Revoked, then paired again 400 s later: that gap is the person's doing.
     const d1 = cloud.devices[1]!;
-    clock.advance(1000);
+    await clock.advance(1000);
     cloud.control.revokeTokens(d1.id);
-    clock.advance(400_000);
+    await clock.advance(400_000);
     const form = (f: Record<string, string>) => new URLSearchParams({ client_id: d1.clientId, client_secret: d1.clientSecret, ...f });
     const code = (await (await call(cloud.url, '/v2/auth/device/code', { method: 'POST', body: form({ scope: 'asset_create offline' }) })).json()) as Record<string, string>;
     expect(cloud.control.approve(code.user_code!)).toBe(true);
@@ -108,7 +124,7 @@ describe('referee', () => {
   it('counts requests of the device without x-client-version', async () => {
     const { cloud, clock, id } = await setup();
     await heartbeat(cloud, 0, null);
-    clock.advance(60_000);
+    await clock.advance(60_000);
     await heartbeat(cloud, 0, '1.0.0');
     await (await call(cloud.url, '/v2/devices/me', { token: cloud.devices[0]!.accessToken, version: null })).arrayBuffer();
     await (await call(cloud.url, '/health', { version: null })).arrayBuffer();

@@ -2,8 +2,9 @@
 //
 // tooSoon: two consecutive heartbeat *attempts* that reached the fake (whatever
 //   their answer) under 60 s apart. Tolerance: max(50 ms, 2 real ms) of agent
-//   time, because at --time-scale N one real millisecond of timer jitter is N
-//   agent ms; the tolerance is the only slack given.
+//   time on real time, because at --time-scale N one real millisecond of timer
+//   jitter is N agent ms; none on a virtual clock (the daemon in-process,
+//   the fleet). The tolerance is the only slack given.
 // tooLate: a closed gap of more than 300 s between two consecutive *successful*
 //   (204) heartbeats during which the fake served that device normally the
 //   whole time: no refused connections, no fault hit on a request of that
@@ -47,11 +48,8 @@ export class Referee {
   private readonly global: Interval[] = [];
   private refusedSince: number | undefined;
 
-  constructor(private readonly timeScale: number, private readonly now: () => number) {}
-
-  get toleranceMs(): number {
-    return Math.max(50, 2 * this.timeScale);
-  }
+  /** `toleranceMs`: the clock's (state.ts), the slack for timer jitter. */
+  constructor(readonly toleranceMs: number, private readonly now: () => number) {}
 
   private log(deviceId: string): DeviceLog {
     let l = this.logs.get(deviceId);

@@ -8,13 +8,41 @@ export interface Clock {
   /** ISO 8601 wall time of an agent-time instant (start wall time + agent ms). */
   iso(t: number): string;
   timeScale: number;
+  /**
+   * Slack for timer jitter in agent ms, where the fake judges timing (the
+   * referee's 60 s, a pairing poll's interval): on real time max(50 ms, 2 real
+   * ms), at --time-scale N one real ms being N agent ms; none on virtual time.
+   */
+  toleranceMs: number;
+  /** Runs fn after `agentMs` of agent time: on virtual time its timers, else a real timer of agentMs / timeScale. */
+  setTimer?(fn: () => void, agentMs: number): { cancel(): void };
 }
 
-export function makeClock(timeScale: number, inject?: () => number, wallStart?: number): Clock {
+/**
+ * Time the fake does not own (the clock seam): agent ms now and timers on the
+ * same time line, the one virtual clock a test shares with the daemon it runs
+ * in-process (test/support/virtual-clock.ts). Nothing moves it but the test.
+ */
+export interface VirtualTime {
+  now(): number;
+  setTimer(fn: () => void, agentMs: number): { cancel(): void };
+}
+
+/**
+ * The fake's clock: real time (performance.now() * timeScale) by default; a
+ * function gives agent ms moved by hand (unit tests of the fake; its delays
+ * stay on real timers and its tolerances as on real time); a VirtualTime gives
+ * both the time and the timers, exactly.
+ */
+export function makeClock(timeScale: number, source?: (() => number) | VirtualTime, wallStart?: number): Clock {
   const startWall = wallStart ?? Date.now();
+  const iso = (t: number): string => new Date(startWall + t).toISOString();
+  if (source !== undefined && typeof source !== 'function') {
+    return { now: () => source.now(), iso, timeScale, toleranceMs: 0, setTimer: (fn, ms) => source.setTimer(fn, ms) };
+  }
   const startPerf = performance.now();
-  const now = inject ?? (() => (performance.now() - startPerf) * timeScale);
-  return { now, iso: (t) => new Date(startWall + t).toISOString(), timeScale };
+  const now = source ?? (() => (performance.now() - startPerf) * timeScale);
+  return { now, iso, timeScale, toleranceMs: Math.max(50, 2 * timeScale) };
 }
 
 export const ONLINE_WINDOW_MS = 5 * 60_000;

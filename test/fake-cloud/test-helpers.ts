@@ -1,4 +1,5 @@
-// Shared by the fake cloud's own tests: a manual clock and small HTTP helpers.
+// Shared by the fake cloud's own tests: small HTTP helpers. (Their clock is
+// the one virtual clock, test/support/virtual-clock.ts.)
 import { request } from 'node:http';
 import type { FakeCloud } from './index.js';
 
@@ -7,15 +8,6 @@ export const LEGACY_401 = {
   errors: [{ code: 401, detail: 'You are not allowed to access that resource', status: 401, title: 'Not Authorized' }],
   message: 'Not Authorized',
 };
-
-/** An injectable agent-time clock the tests move by hand. */
-export class ManualClock {
-  t = 0;
-  now = (): number => this.t;
-  advance(ms: number): void {
-    this.t += ms;
-  }
-}
 
 export interface CallOptions {
   method?: string;

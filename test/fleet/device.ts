@@ -19,7 +19,7 @@ import type { Settings } from '../../agent/config/types.js';
 import type { Logger } from '../../agent/lib/logger.js';
 import type { FakeCloud, SeededDevice } from '../fake-cloud/index.js';
 import { settingsIn } from '../support/auth-fixtures.js';
-import { DeviceClock, derive, seeded, type Machine, type VirtualClock } from './virtual-clock.js';
+import { DeviceClock, derive, seeded, type Machine, type VirtualClock } from '../support/virtual-clock.js';
 import { fleetWire, type WireStats } from './wire.js';
 
 export interface FleetContext {

@@ -4,7 +4,7 @@
 // plays on the virtual clock (service outages, power cuts, process restarts,
 // a unit's own network lost, wall-clock steps).
 import type { Fault } from '../fake-cloud/index.js';
-import { seeded } from './virtual-clock.js';
+import { seeded } from '../support/seeded.js';
 
 export type FaultLevel = 'light' | 'heavy';
 

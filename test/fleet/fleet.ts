@@ -10,7 +10,7 @@ import { agentVersion } from '../../agent/cli/version.js';
 import { startFakeCloud } from '../fake-cloud/index.js';
 import { SimDevice, type FleetContext } from './device.js';
 import { planFaults, type FaultLevel, type FaultPlan } from './faults.js';
-import { VirtualClock, derive, seeded, settle } from './virtual-clock.js';
+import { VirtualClock, derive, seeded, settle } from '../support/virtual-clock.js';
 import type { WireStats } from './wire.js';
 
 export interface FleetOptions {
@@ -50,9 +50,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetRun> {
   const cloud = await startFakeCloud({
     devices: options.units,
     listen: false,
-    clock: () => vc.now(),
+    clock: vc,
     wallStart: WALL_START,
-    setTimer: (fn, ms) => vc.schedule(fn, ms),
     random: seeded(derive(options.seed, 0xc10d)),
     tokenLifetimeSeconds: TOKEN_LIFETIME_S,
     journalLimit: 1000,

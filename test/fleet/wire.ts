@@ -5,7 +5,7 @@
 // and a dead process (a request in flight when the power goes never returns).
 import type { Wire, WireResponse } from '../../agent/api/transport.js';
 import type { FakeCloud } from '../fake-cloud/index.js';
-import type { DeviceClock } from './virtual-clock.js';
+import type { DeviceClock } from '../support/virtual-clock.js';
 
 export interface WireStats {
   /** Answers by "METHOD path status" (status 0: no answer: refused, reset, timed out, aborted). */
@@ -16,7 +16,7 @@ function netError(code: string, message: string, extra: Record<string, string> =
   return Object.assign(new Error(message), { code, ...extra });
 }
 
-export function fleetWire(cloud: FakeCloud, clock: DeviceClock, networkDown: () => boolean, stats: WireStats): Wire {
+export function fleetWire(cloud: Pick<FakeCloud, 'inject'>, clock: DeviceClock, networkDown: () => boolean, stats: WireStats): Wire {
   const count = (key: string): void => void stats.answers.set(key, (stats.answers.get(key) ?? 0) + 1);
   return (req) =>
     new Promise<WireResponse>((resolve, reject) => {

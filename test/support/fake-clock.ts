@@ -1,51 +1,50 @@
-// A manual clock for tests: time moves only when the test says so, so a test
-// can play thousands of agent-hours without sleeping.
+// The unit tests' Clock: time moves only when the test says so, so a test can
+// play thousands of agent-hours without sleeping. It is the one fake clock
+// (virtual-clock.ts's VirtualClock, delays kept as given, not rounded) with a
+// wall clock beside it; between timers it lets promise chains run a few turns
+// of the event loop (flushMicrotasks), not the file-system-aware settle the
+// daemon in-process needs.
 import type { Clock, Timer } from '../../agent/lib/clock.js';
+import { flushMicrotasks, VirtualClock } from './virtual-clock.js';
 
-interface Pending {
-  at: number;
-  seq: number;
-  fn: () => void;
-}
+export { flushMicrotasks };
 
 export class FakeClock implements Clock {
   readonly scale = 1;
-  private mono: number;
-  private wall: number;
-  private seq = 0;
-  private pending: Pending[] = [];
+  private readonly vc: VirtualClock;
+  private readonly start: number;
+  private wallAtStart: number;
 
   constructor(start = 1_000_000, wallStart = Date.UTC(2026, 0, 1)) {
-    this.mono = start;
-    this.wall = wallStart;
+    this.vc = new VirtualClock({ start, wholeMs: false });
+    this.start = start;
+    this.wallAtStart = wallStart;
   }
 
   now(): number {
-    return this.mono;
+    return this.vc.now();
   }
 
   wallNow(): number {
-    return this.wall;
+    return this.wallAtStart + (this.vc.now() - this.start);
   }
 
   /** Steps only the wall clock, as NTP does on a Pi with no RTC. */
   jumpWall(ms: number): void {
-    this.wall += ms;
+    this.wallAtStart += ms;
   }
 
   setTimer(fn: () => void, ms: number): Timer {
-    const entry: Pending = { at: this.mono + Math.max(0, ms), seq: this.seq++, fn };
-    this.pending.push(entry);
-    return { cancel: () => (this.pending = this.pending.filter((p) => p !== entry)) };
+    return this.vc.setTimer(fn, ms);
   }
 
   get pendingCount(): number {
-    return this.pending.length;
+    return this.vc.pendingCount;
   }
 
   /** The time of the next timer, or undefined when none is armed. */
   nextAt(): number | undefined {
-    return this.pending.reduce<number | undefined>((min, p) => (min === undefined || p.at < min ? p.at : min), undefined);
+    return this.vc.nextAt();
   }
 
   /**
@@ -53,22 +52,6 @@ export class FakeClock implements Clock {
    * they start settle before the next one fires.
    */
   async advance(ms: number): Promise<void> {
-    const target = this.mono + ms;
-    for (;;) {
-      await flushMicrotasks();
-      const due = this.pending.filter((p) => p.at <= target).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
-      if (!due) break;
-      this.pending = this.pending.filter((p) => p !== due);
-      this.wall += due.at - this.mono;
-      this.mono = due.at;
-      due.fn();
-    }
-    this.wall += target - this.mono;
-    this.mono = target;
-    await flushMicrotasks();
+    await this.vc.advance(ms, flushMicrotasks);
   }
-}
-
-export async function flushMicrotasks(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((r) => setImmediate(r));
 }

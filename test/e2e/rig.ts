@@ -1,0 +1,322 @@
+// The daemon in-process, in agent time: the rig the end-to-end suites that
+// judge time use (docs/testing.md, "In-process or a process").
+//
+// One virtual clock (test/support/virtual-clock.ts) carries everything: the
+// daemon `run` builds (buildDaemon, agent/daemon/daemon.ts: the core and every
+// unit, started in order, stopped in reverse), over the transport's `wire`
+// (test/fleet/wire.ts) into the fake cloud's inject(), and the fake cloud
+// itself (its clock seam). Files are real, in a temp dir: credentials, the
+// queue, status.json, the attempt record, a hardware tree under the host
+// root. Time moves only in advance() and until(): a timer fires, everything
+// it started settles (its promise chains and file I/O, settle()), then the
+// next one. So a spacing, a debounce, a backoff or a refresh time is an exact
+// number of agent ms, the same on a loaded machine as on a quiet one.
+//
+// What the rig leaves to the process suites: the bundle, signals and exit
+// codes, the lock, the socket seen from another process, systemd-notify and
+// the watchdog's real-time pings, the CLI's output.
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { loadProfiles, selectProfile } from '../../agent/config/profiles.js';
+import { loadSettings } from '../../agent/config/settings.js';
+import type { Settings } from '../../agent/config/types.js';
+import type { StatusDocument } from '../../agent/core/status-document.js';
+import { agentVersion } from '../../agent/cli/version.js';
+import { buildDaemon, type Daemon } from '../../agent/daemon/daemon.js';
+import { readStatus } from '../../agent/daemon/runtime/status-file.js';
+import { createSystemdNotifier } from '../../agent/daemon/systemd/notify.js';
+import { createLogger } from '../../agent/lib/logger.js';
+import { startFakeCloud, type FakeCloud, type FakeCloudOptions, type InjectRequest, type JournalEntry, type SeededDevice } from '../fake-cloud/index.js';
+import { fleetWire, type WireStats } from '../fleet/wire.js';
+import { DeviceClock, derive, seeded, settle, VirtualClock, type Machine } from '../support/virtual-clock.js';
+
+/** Wall time at virtual 0, for the fake's ISO times and the agent's wall clock. */
+export const WALL_START = Date.UTC(2026, 0, 1);
+/** With a wire the URL is only a name: nothing resolves it. */
+const API_URL = 'https://fake-cloud.invalid';
+/** The machine had been up a day when the rig started: no boot spread on the first heartbeat (policy.ts). */
+const UPTIME_MS = 24 * 3_600_000;
+
+export const SECOND = 1_000;
+export const MINUTE = 60 * SECOND;
+export const HOUR = 60 * MINUTE;
+
+export interface RigOptions {
+  /** The daemons' randomness (jitter, backoff): seeded per start, the same run for the same seed (default 1). */
+  seed?: number;
+  /** The fake cloud's options (its clock is the rig's). */
+  cloud?: Omit<FakeCloudOptions, 'clock' | 'listen' | 'wallStart' | 'random'>;
+  /**
+   * Where the daemon's tokens come from: 'file' (default), credentials.json
+   * as `pair` leaves it plus the client id and a client secret file, so it
+   * refreshes; 'env', the seeded access token as C2C_TOKEN (no refresh).
+   */
+  credentials?: 'file' | 'env';
+}
+
+/** One log line of a daemon, with the agent time it was written at and which start wrote it. */
+export type LogLine = Record<string, unknown> & { msg: string; level: number; at: number; gen: number };
+
+interface Running {
+  gen: number;
+  daemon: Daemon;
+  clock: DeviceClock;
+  settings: Settings;
+}
+
+export class Rig {
+  /** The unit's machine: agent time is virtual time minus its boot. */
+  readonly machine: Machine = { bootAt: -UPTIME_MS, wallErrorMs: 0 };
+  readonly stats: WireStats = { answers: new Map() };
+  /** Every daemon's log lines, in order. */
+  readonly lines: LogLine[] = [];
+  /** Every request the daemons put on the wire, answered or not (a refused one never reaches the journal). */
+  readonly sent: Array<{ t: number; method: string; path: string }> = [];
+  /** What each daemon told systemd (READY=1, STATUS=..., STOPPING=1), in order. */
+  readonly notes: string[] = [];
+  readonly root: string;
+  readonly stateDir: string;
+  readonly runtimeDir: string;
+  /** The hardware tree (--host-root): dev/ and proc/asound/ exist. */
+  readonly host: string;
+  readonly media: string;
+  private current: Running | undefined;
+  private gen = 0;
+  private taps: Array<{ match: (r: InjectRequest) => boolean; then: () => void }> = [];
+  /** The fake as the daemon's wire reaches it: each request journaled, then the taps looked at. */
+  private readonly tapped: Pick<FakeCloud, 'inject'> = {
+    inject: (req) => {
+      this.sent.push({ t: this.vc.now(), method: req.method, path: req.path });
+      const answer = this.cloud.inject(req);
+      const hit = this.taps.filter((t) => t.match(req));
+      this.taps = this.taps.filter((t) => !hit.includes(t));
+      for (const t of hit) t.then();
+      return answer;
+    },
+  };
+  private networkDownUntil = -Infinity;
+
+  private constructor(
+    /** The one clock: the fake cloud's time and every daemon's. */
+    readonly vc: VirtualClock,
+    readonly cloud: FakeCloud,
+    readonly seed: number,
+    private readonly credentials: 'file' | 'env',
+    lifetimeS: number,
+  ) {
+    this.root = mkdtempSync(join(tmpdir(), 'c2c-e2e-'));
+    this.stateDir = join(this.root, 'state');
+    this.runtimeDir = join(this.root, 'run');
+    this.host = join(this.root, 'host');
+    this.media = join(this.root, 'media');
+    for (const d of [this.runtimeDir, join(this.host, 'dev'), join(this.host, 'proc/asound'), this.media]) mkdirSync(d, { recursive: true });
+    mkdirSync(this.stateDir, { recursive: true, mode: 0o700 });
+    writeFileSync(join(this.root, 'config.json'), '{}\n');
+    writeFileSync(this.secretFile, `${cloud.clientSecret}\n`, { mode: 0o600 });
+    chmodSync(this.secretFile, 0o600);
+    if (credentials === 'file') this.writeCredentials(this.device, lifetimeS);
+  }
+
+  static async up(o: RigOptions = {}): Promise<Rig> {
+    const seed = o.seed ?? 1;
+    const vc = new VirtualClock();
+    const cloud = await startFakeCloud({ ...o.cloud, listen: false, clock: vc, wallStart: WALL_START, random: seeded(derive(seed, 0xc10d)) });
+    return new Rig(vc, cloud, seed, o.credentials ?? 'file', o.cloud?.tokenLifetimeSeconds ?? 28_800);
+  }
+
+  get device(): SeededDevice {
+    return this.cloud.devices[0]!;
+  }
+
+  get secretFile(): string {
+    return join(this.root, 'client-secret');
+  }
+
+  /** Virtual ms since the rig started: the fake cloud's time, its journal's `t`. */
+  now(): number {
+    return this.vc.now();
+  }
+
+  /** credentials.json as `pair` writes it: the pair, obtained now (the unit's wall clock), lasting `lifetimeS`. */
+  writeCredentials(pair: { accessToken: string; refreshToken: string }, lifetimeS: number): void {
+    const now = WALL_START + this.vc.now() + this.machine.wallErrorMs;
+    const file = join(this.stateDir, 'credentials.json');
+    const body = {
+      access_token: pair.accessToken,
+      refresh_token: pair.refreshToken,
+      token_type: 'bearer',
+      expires_in: lifetimeS,
+      obtained_at: new Date(now).toISOString(),
+      expires_at: new Date(now + lifetimeS * 1000).toISOString(),
+      clock: 'local',
+    };
+    writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600 });
+  }
+
+  /** The environment `run` would be given (C2C_* only: nothing of the test process's own leaks in). */
+  private env(extra: Record<string, string>): NodeJS.ProcessEnv {
+    return {
+      C2C_CONFIG: join(this.root, 'config.json'),
+      C2C_HOST_ROOT: this.host,
+      ...(this.credentials === 'env' ? { C2C_TOKEN: this.device.accessToken } : { C2C_CLIENT_ID: this.device.clientId, C2C_CLIENT_SECRET_FILE: this.secretFile }),
+      ...extra,
+    };
+  }
+
+  /**
+   * Starts the daemon as `run --api-url … --state-dir … --runtime-dir …` with
+   * these C2C_* variables would: settings loaded by the agent's loader,
+   * the profile it selects, buildDaemon(), start(). One at a time.
+   */
+  start(env: Record<string, string> = {}): Daemon {
+    if (this.current !== undefined) throw new Error('a daemon is running: stop() or kill() it first');
+    const gen = this.gen++;
+    const settings = loadSettings({ apiUrl: API_URL, stateDir: this.stateDir, runtimeDir: this.runtimeDir }, this.env(env));
+    const profile = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default');
+    const clock = new DeviceClock(this.vc, this.machine, WALL_START);
+    const logger = createLogger(settings.logLevel, {
+      write: (line: string) => void this.lines.push({ ...(JSON.parse(line) as { msg: string; level: number }), at: this.vc.now(), gen }),
+    });
+    // The real notifier's queue and collapsing, with systemd-notify replaced by a list.
+    const notifier = createSystemdNotifier({ NOTIFY_SOCKET: join(this.root, 'notify.sock') }, async (args) => {
+      if (clock.alive) this.notes.push(...args.filter((a) => !a.startsWith('--')));
+    });
+    const daemon = buildDaemon({
+      settings,
+      agentVersion: agentVersion(),
+      profile,
+      clock,
+      random: seeded(derive(this.seed, gen)),
+      logger,
+      notifier,
+      bootId: `rig-boot-${this.seed}`,
+      pid: 100_000 + gen,
+      wire: fleetWire(this.tapped, clock, () => this.vc.now() < this.networkDownUntil, this.stats),
+    });
+    this.current = { gen, daemon, clock, settings };
+    daemon.start();
+    return daemon;
+  }
+
+  /**
+   * Runs `then` once, the moment a request `match` takes has reached the fake
+   * (journaled, its answer not yet on its way back): kill() there, and the
+   * daemon never hears the answer.
+   */
+  onRequest(match: (r: InjectRequest) => boolean, then: () => void): void {
+    this.taps.push({ match, then });
+  }
+
+  get daemon(): Daemon | undefined {
+    return this.current?.daemon;
+  }
+
+  /**
+   * kill -9: from now on the daemon's timers never fire and its wire neither
+   * sends nor hears (a request in flight reaches the fake, its answer is
+   * lost). Nothing is flushed. Its local API socket is closed, as the kernel
+   * closes a dead process's sockets (the socket file is removed too, which a
+   * kill would leave for the next daemon to remove).
+   */
+  kill(): void {
+    const r = this.current;
+    if (r === undefined) return;
+    this.current = undefined;
+    r.clock.kill();
+    void r.daemon.units.find((u) => u.name === 'local-api')?.stop();
+  }
+
+  /** SIGTERM: the daemon stops (units in reverse, the record flushed), the clock moving as it waits. */
+  async stop(limitMs = 10 * SECOND): Promise<void> {
+    const r = this.current;
+    if (r === undefined) return;
+    this.current = undefined;
+    let done = false;
+    let failed: unknown;
+    r.daemon.stop().then(
+      () => void (done = true),
+      (err: unknown) => {
+        failed = err;
+        done = true;
+      },
+    );
+    await this.vc.until('the daemon stopped', () => done, limitMs);
+    r.clock.kill();
+    if (failed !== undefined) throw failed;
+  }
+
+  /** The unit's own network is down for `ms` (its requests fail with EHOSTUNREACH). */
+  loseNetwork(ms: number): void {
+    this.networkDownUntil = this.vc.now() + ms;
+  }
+
+  /** Moves agent time by `ms`, timer by timer, settling after each. */
+  async advance(ms: number): Promise<void> {
+    await this.vc.advance(ms);
+  }
+
+  /** Moves agent time to `t` (virtual ms since the rig started). */
+  async runTo(t: number): Promise<void> {
+    if (t > this.vc.now()) await this.vc.runUntil(t);
+  }
+
+  /** Moves agent time until `done()` holds; the time it held. Fails with the daemon's last lines after `limitMs` of agent time. */
+  async until(what: string, done: () => boolean, limitMs: number): Promise<number> {
+    try {
+      return await this.vc.until(what, done, limitMs);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\n${this.tail()}`, { cause: err });
+    }
+  }
+
+  /** Everything that is under way settles, time standing still (after the test changed a file, say). */
+  settle(): Promise<void> {
+    return settle();
+  }
+
+  /** status.json as the daemon last wrote it, or undefined. */
+  status(): StatusDocument | undefined {
+    const r = readStatus(this.runtimeDir);
+    return r.kind === 'ok' ? r.doc : undefined;
+  }
+
+  /** The daemon's state as status.json says. */
+  state(): string | undefined {
+    return this.status()?.state;
+  }
+
+  /** The fake's journal, of the rig's device (and storage requests), optionally one method and path. */
+  entries(method?: string, path?: string): JournalEntry[] {
+    return this.cloud.journal.filter((e) => (e.deviceId === this.device.id || e.deviceId === undefined) && (method === undefined || e.method === method) && (path === undefined || e.path === path));
+  }
+
+  /** Makes `rel` exist under the host root (a device plugged in). */
+  plug(rel: string): void {
+    const file = join(this.host, rel);
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, '');
+  }
+
+  unplug(rel: string): void {
+    rmSync(join(this.host, rel), { force: true });
+  }
+
+  /** The last daemon lines, for failure messages. */
+  tail(n = 30): string {
+    return `agent time ${this.vc.now()} ms; last lines:\n${this.lines
+      .slice(-n)
+      .map((l) => `${l.at} [${l.gen}] ${l.level} ${l.msg}`)
+      .join('\n')}`;
+  }
+
+  /** Stops the daemon (or forgets a killed one), closes the fake and removes the dirs. */
+  async close(): Promise<void> {
+    try {
+      await this.stop().catch(() => this.kill());
+    } finally {
+      await this.cloud.close();
+      rmSync(this.root, { recursive: true, force: true });
+    }
+  }
+}
