@@ -19,6 +19,8 @@ import { Outbox } from '../../agent/outbox/outbox.js';
 import { SystemClock } from '../../agent/lib/clock.js';
 import { UploadedIndex } from '../../agent/uploads/uploaded-index.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
+import { handled, started } from './unit-work.js';
 
 const dirs: string[] = [];
 /** Units and queues a test left running when it failed. */
@@ -34,6 +36,7 @@ function rig() {
   const items: OutboxItem[] = [];
   const cancelled: string[] = [];
   const bus = new EventBus();
+  const clock = new FakeClock();
   const unit = new UploadsUnit({
     index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
     outbox: {
@@ -61,34 +64,27 @@ function rig() {
     },
     queueDir,
     settleMs: 10_000,
-    clock: new FakeClock(),
+    clock,
     bus,
     recordings: () => [{ name: 'take.mov', bytesOnDisk: 100, bytesSent: 0, idleSeconds: 0, finishedInSeconds: 1800 }],
   });
-  return { items, cancelled, bus, unit };
+  return { items, cancelled, bus, unit, clock };
 }
 
 const growing: RealtimePayload & { size: number } = { path: '/media/take.mov.part', finalPath: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', size: 100, mtimeMs: 1, ino: 42, dev: 1 };
 const finished: UploadPayload = { path: '/media/take.mov', name: 'take.mov', filetype: 'video/quicktime', size: 5000, mtimeMs: 9, ino: 42, dev: 1 };
-const settle = () => new Promise((r) => setTimeout(r, 20));
-/** What the unit must do, waited for (in real time: its work runs on promises and file reads). */
-async function until(what: string, cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 500; i++, await new Promise((r) => setTimeout(r, 5))) if (cond()) return;
-  throw new Error(`${what}: not within 2.5 s`);
-}
-
 describe('UploadsUnit: real-time uploads', () => {
   it('one item per recording; the finished file is not queued again while it runs; listed as a recording; counted in status', async () => {
-    const { items, bus, unit } = rig();
+    const { items, bus, unit, clock } = rig();
     unit.start();
-    await settle();
+    await started(unit, clock);
     bus.emit('mediaFileGrowing', { file: growing });
     bus.emit('mediaFileGrowing', { file: { ...growing, size: 200 } });
     await until('the recording queued', () => items.length > 0);
-    await settle();
+    await handled(unit);
     expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND]);
     bus.emit('mediaFileReady', { file: finished });
-    await settle();
+    await handled(unit);
     expect(items.map((i) => i.kind)).toEqual([REALTIME_KIND]);
     expect(uploadView(items[0]!, true)).toMatchObject({ name: 'take.mov', state: 'uploading', realtime: 'recording' });
     expect(unit.report().uploads).toMatchObject({ files: 1, recording: [{ name: 'take.mov' }] });
@@ -96,9 +92,9 @@ describe('UploadsUnit: real-time uploads', () => {
   });
 
   it('cancel and priority take a realtime item; a cancelled or paused-refused recording is not queued again, a handed-back one is', async () => {
-    const { items, cancelled, bus, unit } = rig();
+    const { items, cancelled, bus, unit, clock } = rig();
     unit.start();
-    await settle();
+    await started(unit, clock);
     bus.emit('mediaFileGrowing', { file: growing });
     await until('the recording queued', () => items.length > 0);
     const id = items[0]!.id;
@@ -108,13 +104,13 @@ describe('UploadsUnit: real-time uploads', () => {
     expect(cancelled).toEqual([id]);
     bus.emit('mediaFileGrowing', { file: growing });
     bus.emit('mediaFileReady', { file: finished });
-    await settle();
+    await handled(unit);
     expect(items).toHaveLength(1);
 
     // Refused by the paused service: the same.
     items[0]!.reason = `${PAUSED_REFUSED}: 409`;
     bus.emit('mediaFileReady', { file: finished });
-    await settle();
+    await handled(unit);
     expect(items).toHaveLength(1);
 
     // Ended otherwise (handed back to go whole): the finished file is queued as an upload.
@@ -127,9 +123,9 @@ describe('UploadsUnit: real-time uploads', () => {
 
   it('a recording asked for by hand (its finished name or its .part) is the recording: its id, duplicate, never a second asset', async () => {
     // Before: POST /v1/uploads of take.mov just after the rename, while the real-time item finished it, queued a whole upload beside it.
-    const { items, bus, unit } = rig();
+    const { items, bus, unit, clock } = rig();
     unit.start();
-    await settle();
+    await started(unit, clock);
     bus.emit('mediaFileGrowing', { file: growing });
     await until('the recording queued', () => items.length > 0);
     const id = items[0]!.id;
@@ -163,13 +159,14 @@ describe('UploadsUnit: real-time uploads', () => {
       const bus = new EventBus();
       // The outbox as the daemon's outbox unit gives it (open already).
       const outbox = { ready: async () => true, put: ob.put.bind(ob), pending: ob.pending.bind(ob), items: ob.items.bind(ob), cancel: ob.cancel.bind(ob), setUrgent: ob.setUrgent.bind(ob) };
-      const unit = new UploadsUnit({ index, outbox, queueDir: path.join(state, 'queue'), settleMs: 10_000, clock: new FakeClock(), bus });
+      const clock = new FakeClock();
+      const unit = new UploadsUnit({ index, outbox, queueDir: path.join(state, 'queue'), settleMs: 10_000, clock, bus });
       unit.start();
       closers.push(async () => {
         await unit.stop();
         await ob.close();
       });
-      await settle();
+      await started(unit, clock);
       return { ob, index, bus, unit };
     }
     /** Small clips sent and done until the queue has deleted the segments that held `id`'s records. */
@@ -198,11 +195,11 @@ describe('UploadsUnit: real-time uploads', () => {
 
       // Seen again while it records (as after a restart): not started again.
       s.bus.emit('mediaFileGrowing', { file: { ...growing, size: 300 } });
-      await settle();
+      await handled(s.unit);
       expect(s.ob.pending()).toEqual([]);
       // Renamed to its finished name (same inode, new size and modification time): not queued.
       s.bus.emit('mediaFileReady', { file: finished });
-      await settle();
+      await handled(s.unit);
       expect(s.ob.pending()).toEqual([]);
       // Asked for by hand, it is a file the index knows: no id, nothing queued.
       expect(await s.unit.queueByHand([finished], false)).toEqual([{ path: finished.path, id: null, duplicate: true }]);
@@ -213,7 +210,7 @@ describe('UploadsUnit: real-time uploads', () => {
       await s.ob.close();
       s = await stack(state);
       s.bus.emit('mediaFileReady', { file: finished });
-      await settle();
+      await handled(s.unit);
       expect(s.ob.pending()).toEqual([]);
       await s.unit.stop();
       await s.ob.close();
@@ -258,10 +255,14 @@ describe('UploadsUnit: real-time uploads', () => {
       // This case needs a file system that keeps birth times (ext4, as a camera's and this machine's): say so, never pass without it.
       expect(st.birthtimeMs).toBeGreaterThan(0);
 
-      rmSync(part);
-      await new Promise((r) => setTimeout(r, 5)); // born at least a few ms later
-      writeFileSync(part, Buffer.alloc(250_000)); // larger than the cancelled one was: only the birth time tells them apart
-      const later = statSync(part);
+      // Born later than the cancelled take. The file system's clock is coarse (a few ms): written again
+      // until it tells the two apart. Larger than the cancelled one was: only the birth time does.
+      const later = await until('a take born after the cancelled one', () => {
+        rmSync(part, { force: true });
+        writeFileSync(part, Buffer.alloc(250_000));
+        const l = statSync(part);
+        return l.birthtimeMs > st.birthtimeMs && l;
+      }, { everyMs: 1 });
       s.bus.emit('mediaFileGrowing', { file: { ...rec, ino: later.ino, dev: later.dev, size: later.size, mtimeMs: later.mtimeMs } });
       if (later.ino === st.ino) {
         await until('the new take queued', () => s.ob.pending(REALTIME_KIND).length === 1);

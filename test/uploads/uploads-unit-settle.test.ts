@@ -15,6 +15,8 @@ import { writeUploadRequest, INCOMING_DIR } from '../../agent/uploads/upload-req
 import type { UploadPayload } from '../../agent/uploads/upload-item.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
+import { handled, started } from './unit-work.js';
 
 const SETTLE = 10_000;
 const dirs: string[] = [];
@@ -58,45 +60,27 @@ function rig(skipped?: { entries: Array<{ name: string; reason: string }>; more:
   return { dir, queueDir, clock, puts, unit, clip, payload, requests };
 }
 
-/** Real I/O (stat, readdir, unlink) is waited for in real time; agent time moves only when the test says. */
-async function until(what: string, cond: () => boolean, clock: FakeClock, stepMs: number): Promise<void> {
-  for (let i = 0; i < 1000; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 5));
-    await clock.advance(stepMs);
-  }
-  throw new Error(`${what}: not within the steps`);
-}
-
-/** Lets real I/O settle without moving agent time. */
-async function io(clock: FakeClock): Promise<void> {
-  for (let i = 0; i < 10; i++) {
-    await new Promise((r) => setTimeout(r, 5));
-    await clock.advance(0);
-  }
-}
-
 describe('UploadsUnit: a changed file goes again once it holds still', () => {
   it('not while it keeps changing; then once, with its new identity; the request removed after', async () => {
     const { queueDir, clock, puts, unit, clip, payload, requests } = rig();
     await writeUploadRequest(queueDir, [payload], { settle: true });
     unit.start();
     try {
-      await io(clock);
+      await started(unit, clock);
       // Written to every half settle time: no two looks a settle time apart agree.
       for (let k = 0; k < 6; k++) {
         appendFileSync(clip, ' and more');
         await clock.advance(SETTLE / 2);
-        await io(clock);
+        await handled(unit);
       }
       expect(puts).toEqual([]);
       expect(requests()).toHaveLength(1);
-      await until('queued', () => puts.length === 1, clock, SETTLE / 2);
+      await until('queued', () => puts.length === 1, { clock, stepMs: SETTLE / 2 });
       const now = statSync(clip);
       expect(puts[0]).toEqual({ ...payload, size: now.size, mtimeMs: now.mtimeMs, ino: now.ino, dev: now.dev });
-      await until('the request removed', () => requests().length === 0, clock, 0);
+      await until('the request removed', () => requests().length === 0, { clock, stepMs: 0 });
       await clock.advance(10 * SETTLE);
-      await io(clock);
+      await handled(unit);
       expect(puts).toHaveLength(1);
     } finally {
       await unit.stop();
@@ -107,7 +91,7 @@ describe('UploadsUnit: a changed file goes again once it holds still', () => {
     const first = rig();
     await writeUploadRequest(first.queueDir, [first.payload], { settle: true });
     first.unit.start();
-    await io(first.clock);
+    await started(first.unit, first.clock);
     await first.unit.stop();
     expect(first.requests()).toHaveLength(1);
     expect(first.puts).toEqual([]);
@@ -118,9 +102,9 @@ describe('UploadsUnit: a changed file goes again once it holds still', () => {
     await writeUploadRequest(queueDir, [payload], { settle: true });
     unit.start();
     try {
-      await io(clock);
+      await started(unit, clock);
       rmSync(clip);
-      await until('the request removed', () => requests().length === 0, clock, SETTLE / 2);
+      await until('the request removed', () => requests().length === 0, { clock, stepMs: SETTLE / 2 });
       expect(puts).toEqual([]);
     } finally {
       await unit.stop();
@@ -137,18 +121,18 @@ describe('UploadsUnit: a changed file goes again only through the same door', ()
     await writeUploadRequest(queueDir, [payload], { settle: true });
     unit.start();
     try {
-      await io(clock);
+      await started(unit, clock);
       rmSync(clip);
       symlinkSync(secret, clip);
-      await until('the request removed', () => requests().length === 0, clock, SETTLE / 2);
+      await until('the request removed', () => requests().length === 0, { clock, stepMs: SETTLE / 2 });
       await clock.advance(10 * SETTLE);
-      await io(clock);
+      await handled(unit);
       expect(puts).toEqual([]);
       // The same door, a file changed in place inside it: queued with its new identity.
       rmSync(clip);
       writeFileSync(clip, 'second version, longer');
       await writeUploadRequest(queueDir, [payload], { settle: true });
-      await until('queued', () => puts.length === 1, clock, SETTLE / 2);
+      await until('queued', () => puts.length === 1, { clock, stepMs: SETTLE / 2 });
       const now = statSync(clip);
       expect(puts[0]).toEqual({ ...payload, size: now.size, mtimeMs: now.mtimeMs, ino: now.ino, dev: now.dev });
     } finally {
@@ -165,8 +149,8 @@ describe('UploadsUnit: one item per file', () => {
     // Taken by the look at start.
     unit.start();
     try {
-      await until('both taken', () => requests().length === 0, clock, 0);
-      await io(clock);
+      await until('both taken', () => requests().length === 0, { clock, stepMs: 0 });
+      await handled(unit);
       expect(puts).toHaveLength(1);
     } finally {
       await unit.stop();

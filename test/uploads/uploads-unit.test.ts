@@ -9,7 +9,10 @@ import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
 import { writeUploadRequest } from '../../agent/uploads/upload-request.js';
 import type { UploadPayload } from '../../agent/uploads/upload-item.js';
 import type { OutboxItem } from '../../agent/outbox/types.js';
+import { WATCH_COALESCE_MS } from '../../agent/lib/dir-watcher.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
+import { handled, started } from './unit-work.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -44,27 +47,21 @@ function rig() {
 
 const file = (name: string): UploadPayload => ({ path: `/media/${name}`, name, filetype: 'video/mp4', size: 10, mtimeMs: 1, ino: 7, dev: 1 }) as UploadPayload;
 
-/** Real I/O (the watch event) is awaited in real time (a busy machine delivers it late); agent time moves only when the test says. */
-async function until(what: string, cond: () => boolean, clock: FakeClock, stepMs: number): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (cond()) return;
-    await new Promise((r) => setTimeout(r, 2));
-    await clock.advance(stepMs);
-  }
-  throw new Error(`${what}: not within the steps`);
-}
-
 describe('UploadsUnit: requests from `c2c-agent upload`', () => {
   it('creates incoming/ and queues a request written while it runs within a second of agent time, long before the fallback look', async () => {
     const { queueDir, clock, puts, unit } = rig();
     unit.start();
-    await until('incoming/ created', () => existsSync(path.join(queueDir, 'incoming')), clock, 0);
-    await clock.advance(0);
+    await started(unit, clock);
+    expect(existsSync(path.join(queueDir, 'incoming'))).toBe(true);
     const seenAtStart = puts.length;
     const before = clock.now();
+    const timers = clock.pendingCount;
     await writeUploadRequest(queueDir, [file('a.mp4'), file('b.mp4')]);
-    // 2 agent ms per step: a poll every 60 agent s would need 30,000 steps.
-    await until('the request queued', () => puts.length === seenAtStart + 2, clock, 2);
+    // The watch's event, in real time however late a busy machine delivers it; agent time stands still meanwhile.
+    await until('the watch event', () => clock.pendingCount > timers);
+    await clock.advance(WATCH_COALESCE_MS);
+    await handled(unit);
+    expect(puts).toHaveLength(seenAtStart + 2);
     expect(clock.now() - before).toBeLessThan(1_000);
     expect(puts.map((p) => (p as UploadPayload).name)).toEqual(['a.mp4', 'b.mp4']);
     await unit.stop();
@@ -73,7 +70,7 @@ describe('UploadsUnit: requests from `c2c-agent upload`', () => {
   it('after stop() a new request stays in incoming/ for the next run', async () => {
     const { queueDir, clock, puts, unit } = rig();
     unit.start();
-    await until('incoming/ created', () => existsSync(path.join(queueDir, 'incoming')), clock, 0);
+    await started(unit, clock);
     await unit.stop();
     const [req] = await writeUploadRequest(queueDir, [file('c.mp4')]);
     await clock.advance(120_000);
