@@ -188,7 +188,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           onSkipped: () => bus.emit('statusChanged', {}),
           logger,
         });
-  const prefs = new PrefsStore(settings.stateDir, bus, logger);
+  const prefs = new PrefsStore({ stateDir: settings.stateDir, bus, clock, logger });
   const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, roots: uploadRoots, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close(), lastParts });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
@@ -226,7 +226,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     events,
   });
   registerPrefsHandlers(routes, prefs);
-  const localApi = new LocalApiUnit(apiSocketOf(settings.runtimeDir), routes, logger);
+  const localApi = new LocalApiUnit({ socketPath: apiSocketOf(settings.runtimeDir), routes, clock, logger });
 
   // Started in this order, stopped in reverse. The status file listens before the
   // controller's first snapshot and is flushed after its last. The token source

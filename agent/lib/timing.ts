@@ -54,6 +54,19 @@ export const CANCEL_WAIT_MS = 5_000;
 export const LOCAL_API = {
   /** Connections open at once; past it the oldest idle one is dropped, or the newcomer if none is idle. */
   maxConnections: 64,
+  /**
+   * Events streams open at once, well below maxConnections: readers never go idle, so without a cap of their
+   * own they could take every connection and leave none for GET /v1/status or a write. Past it, 503.
+   */
+  maxStreams: 16,
+  /**
+   * Requests read on one connection and waiting for their answer behind the one being answered. node parses
+   * every request of a read at once (up to 64 KiB), so a bound is needed on what is kept; past it the request
+   * is refused (503) in its turn and the connection closed after it, nothing after it answered.
+   */
+  maxPipelined: 32,
+  /** Arrays and objects nested in a request body: API bodies are two deep; a deeper value only costs stack to describe. */
+  maxBodyDepth: 32,
   /** A request body larger than this is refused with 413 (a batch of a few hundred paths fits). */
   maxBodyBytes: 256 * 1024,
   /** Request line and headers. */
@@ -68,6 +81,13 @@ export const LOCAL_API = {
   eventsBufferBytes: 256 * 1024,
   /** A disconnected events reader whose last line is not taken within this is destroyed. */
   eventsGoodbyeMs: 2_000,
+  /**
+   * An events reader sent nothing for this long gets a `keepalive` line: on a quiet daemon, a reader that takes
+   * nothing would otherwise never fill its socket, and so never be found out.
+   */
+  eventsKeepAliveMs: 10_000,
+  /** An events reader with lines waiting whose socket took nothing for this long is dropped (it reads nothing). */
+  eventsStallMs: 30_000,
   /** Upload progress lines on the events stream, per upload: at most one per this many real ms. */
   uploadProgressEveryMs: 1_000,
 } as const;

@@ -5,6 +5,7 @@
 // be made is logged and the daemon runs on without its API (heartbeats
 // matter more).
 import path from 'node:path';
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { HandlerMap } from './handlers.js';
@@ -15,25 +16,30 @@ export { API_SOCKET };
 /** Where the daemon serves its API: `<runtime-dir>/api.sock`. */
 export const apiSocketOf = (runtimeDir: string): string => path.join(runtimeDir, API_SOCKET);
 
+export interface LocalApiUnitDeps {
+  socketPath: string;
+  routes: HandlerMap;
+  /** The daemon's clock: the events streams' keep-alive lines and stall checks run on it. */
+  clock: Clock;
+  logger?: Logger;
+}
+
 export class LocalApiUnit implements DaemonUnit {
   readonly name = 'local-api';
   private server: LocalApiServer | undefined;
   private listening: Promise<void> = Promise.resolve();
 
-  constructor(
-    private readonly socketPath: string,
-    private readonly routes: HandlerMap,
-    private readonly logger?: Logger,
-  ) {}
+  constructor(private readonly d: LocalApiUnitDeps) {}
 
   start(): void {
-    const server = new LocalApiServer({ socketPath: this.socketPath, routes: this.routes, ...(this.logger && { logger: this.logger }) });
+    const { socketPath, routes, clock, logger } = this.d;
+    const server = new LocalApiServer({ socketPath, routes, clock, ...(logger && { logger }) });
     this.server = server;
     this.listening = server.start().then(
-      () => this.logger?.info({ socket: this.socketPath }, 'local API listening'),
+      () => logger?.info({ socket: socketPath }, 'local API listening'),
       (err: unknown) => {
         this.server = undefined;
-        this.logger?.error({ socket: this.socketPath, err: err instanceof Error ? err.message : String(err) }, 'cannot serve the local API; the daemon runs on without it');
+        logger?.error({ socket: socketPath, err: err instanceof Error ? err.message : String(err) }, 'cannot serve the local API; the daemon runs on without it');
       },
     );
   }

@@ -14,6 +14,7 @@
 import type { DaemonPairing } from '../auth/daemon-pairing.js';
 import { AgentError, type ErrorKind } from '../lib/errors.js';
 import { PAIRING_TIMEOUT_MAX_MS } from '../lib/timing.js';
+import { objectBody } from './body.js';
 import { ApiError, badRequest, type HandlerMap } from './handlers.js';
 
 export interface PairHandlerDeps {
@@ -48,12 +49,6 @@ export function apiErrorOf(err: unknown): unknown {
   return new ApiError(STATUS_OF[err.kind], err.kind, err.message);
 }
 
-function objectBody(body: unknown): Record<string, unknown> {
-  if (body === undefined) return {};
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) throw badRequest('the body must be a JSON object');
-  return body as Record<string, unknown>;
-}
-
 /** POST /v1/pair's optional `timeoutSeconds`: a positive number of seconds, at most a day. */
 function timeoutOf(body: Record<string, unknown>): number | undefined {
   const t = body.timeoutSeconds;
@@ -64,7 +59,7 @@ function timeoutOf(body: Record<string, unknown>): number | undefined {
 
 export function registerPairHandlers(routes: HandlerMap, d: PairHandlerDeps): void {
   routes.add('POST', '/v1/pair', 'write', async (req) => {
-    const body = objectBody(req.body);
+    const body = objectBody(req.body, { optional: true });
     const timeoutMs = timeoutOf(body);
     try {
       const { phase: _phase, ...code } = await d.pairing.begin(timeoutMs);
@@ -81,7 +76,7 @@ export function registerPairHandlers(routes: HandlerMap, d: PairHandlerDeps): vo
   });
 
   routes.add('POST', '/v1/unpair', 'write', async (req) => {
-    const body = objectBody(req.body);
+    const body = objectBody(req.body, { optional: true });
     if (body.local !== undefined && typeof body.local !== 'boolean') throw badRequest(`local ${JSON.stringify(body.local)} must be true or false`);
     try {
       return { status: 200, body: await d.pairing.unpair(body.local === true) };

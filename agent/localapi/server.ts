@@ -6,19 +6,36 @@
 //
 // One client must never cost the daemon more than its share (lib/timing.ts
 // LOCAL_API): a cap on connections (the oldest idle one makes room for a
-// newcomer), timeouts for a head, a request and an idle connection, a body
-// cap (413), a header cap (431), garbage refused with 400, and an events
-// reader that stops reading is given a bounded buffer, then its last line,
-// then dropped. Nothing here waits on a client: writes are queued, never
-// awaited, so the heartbeat loop runs whatever a client does.
+// newcomer) and a lower one on events streams (so readers never take the
+// room GET /v1/status and the writes need), timeouts for a head, a request
+// and an idle connection, a body cap (413), a header cap (431), a nesting cap
+// (body.ts), garbage refused with 400, and an events reader that stops
+// reading is given a bounded buffer, then its last line, then dropped; one
+// that takes nothing on a quiet daemon is found out by keep-alive lines.
+//
+// The requests of one connection are answered one at a time, in the order
+// they came, each once the one before it took effect and its answer was
+// handed to the socket. While an answer is built or waits for the client to
+// take it, the connection is not read: pipelined requests wait in the kernel,
+// not as parsed requests and built answers in the heap. node parses a whole
+// read at once (up to 64 KiB of requests), so what it parsed is bounded
+// again (maxPipelined). Two requests of a connection never run in the same
+// turn of the event loop, so one client's thousand requests cannot stall the
+// others' answers or the heartbeat.
+//
+// Every answer is JSON, those node would give itself included (a request
+// without Host, an Expect it does not know, CONNECT, a head that does not
+// parse). Nothing here waits on a client: writes are queued, never awaited.
 import { promises as fs } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { LOCAL_API } from '../lib/timing.js';
 import { oneLine } from '../lib/text.js';
 import { scrub } from '../lib/secrets.js';
-import { ApiError, type Answer, type HandlerMap, type StreamSink } from './handlers.js';
+import { parseJsonBody } from './body.js';
+import { ApiError, badRequest, type Answer, type HandlerMap, type StreamSink } from './handlers.js';
 
 export const API_SOCKET = 'api.sock';
 export const SOCKET_MODE = 0o660;
@@ -32,19 +49,65 @@ export const MAX_SOCKET_PATH_BYTES = 107;
 export interface LocalApiServerOptions {
   socketPath: string;
   routes: HandlerMap;
+  /** The daemon's clock: events streams' keep-alive lines, stall checks and goodbyes (real ms, times its scale). */
+  clock: Clock;
   logger?: Logger;
   /** Tests lower them; the defaults are LOCAL_API's. */
   limits?: Partial<Record<keyof typeof LOCAL_API, number>>;
 }
 
-interface Conn {
-  /** Requests read and not yet answered. */
-  busy: number;
-  /** Holds a stream open (GET /v1/events): never idle, never timed out. */
-  streaming: boolean;
+/** One request read and waiting for its turn; `refusal` answers it instead of its handler. */
+interface RequestTurn {
+  kind: 'request';
+  req: IncomingMessage;
+  res: ServerResponse;
+  refusal?: ApiError;
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 408: 'Request Timeout', 413: 'Payload Too Large', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' };
+/** A whole answer for a socket node gave up parsing (a head that does not parse, CONNECT): written in its turn, then the connection ends. */
+interface LastWords {
+  kind: 'last-words';
+  text: string;
+}
+
+interface Conn {
+  /** Requests read and not yet answered, in the order they came; the first is the one being answered. */
+  queue: Array<RequestTurn | LastWords>;
+  /** Holds a stream open (GET /v1/events): never idle, never timed out. */
+  streaming: boolean;
+  /** Its last answer is queued: nothing read after it is served, and the connection ends after it. */
+  closing: boolean;
+  /** A request is being answered, or the turn after an answer is due: a request read meanwhile waits for it. */
+  active: boolean;
+}
+
+const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 405: 'Method Not Allowed', 408: 'Request Timeout', 413: 'Payload Too Large', 417: 'Expectation Failed', 431: 'Request Header Fields Too Large', 503: 'Service Unavailable' };
+/** The methods the handler map serves: the `Allow` of a refused CONNECT. */
+const SERVED_METHODS = 'GET, POST, PATCH, DELETE';
+
+/**
+ * node's http server's own mark on a connection it stopped reading
+ * (_http_server.js sets it against a flood of pipelined requests and clears
+ * it on drain). socket.pause() alone does not hold: node starts reading again
+ * after every request it parses unless this is set. Clearing it also means
+ * resuming node's parser, which it pauses at the end of a read under the mark.
+ */
+type HttpSocket = Socket & { _paused?: boolean; parser?: { resume(): void } | null };
+
+/** Stop reading the connection: what the client sends next waits in the kernel. */
+function holdReading(socket: Socket): void {
+  const s = socket as HttpSocket;
+  s._paused = true;
+  s.pause();
+}
+
+function resumeReading(socket: Socket): void {
+  const s = socket as HttpSocket;
+  if (s.destroyed || s._paused !== true) return;
+  s._paused = false;
+  s.parser?.resume();
+  s.resume();
+}
 
 /**
  * JSON as it leaves the socket: every string scrubbed of the secrets the
@@ -56,10 +119,10 @@ function wireJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? scrub(v) : v));
 }
 
-/** A whole HTTP/1.1 error answer, for a socket that has no ServerResponse (a head that did not parse, a connection over the cap). */
-function rawError(status: number, kind: string, message: string): string {
+/** A whole HTTP/1.1 error answer, for a socket that has no ServerResponse (a head that did not parse, a connection over the cap, CONNECT). */
+function rawError(status: number, kind: string, message: string, extra = ''): string {
   const body = wireJson({ error: { kind, message } });
-  return `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  return `HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${extra}connection: close\r\n\r\n${body}`;
 }
 
 export class LocalApiServer {
@@ -91,6 +154,8 @@ export class LocalApiServer {
       // node checks heads and requests against their timeouts on this interval, connections or not: every
       // second would wake an idle camera every second; a head is dropped within twice its timeout instead.
       connectionsCheckingInterval: l.headersTimeoutMs,
+      // node would answer a request without Host itself, with an empty body: refused in serve(), as JSON.
+      requireHostHeader: false,
     });
     this.server = server;
     // Inactivity on any socket that is not a stream: a connection that sends nothing is dropped.
@@ -99,7 +164,15 @@ export class LocalApiServer {
     });
     server.on('connection', (socket: Socket) => this.admit(socket));
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => this.clientError(err, socket));
-    server.on('request', (req: IncomingMessage, res: ServerResponse) => void this.serve(req, res));
+    server.on('request', (req: IncomingMessage, res: ServerResponse) => this.take(req, res));
+    // An Expect node does not know: it would answer 417 with no body.
+    server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) =>
+      this.take(req, res, new ApiError(417, 'bad-request', `Expect: ${oneLine(String(req.headers.expect), 100)} is not served (only 100-continue is)`)),
+    );
+    // Without a listener node drops a CONNECT with no answer; the parser has let go of the socket either way.
+    server.on('connect', (_req: IncomingMessage, socket: Socket) =>
+      this.lastWords(socket, rawError(405, 'method-not-allowed', `CONNECT is not served: the local API is no proxy (allowed: ${SERVED_METHODS})`, `allow: ${SERVED_METHODS}\r\n`)),
+    );
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       // bind() creates the socket file with the process's umask: never more open than 0660.
@@ -129,7 +202,7 @@ export class LocalApiServer {
     const server = this.server;
     if (server === undefined) return;
     this.server = undefined;
-    for (const s of [...this.sinks]) s.end({ type: 'bye', at: new Date().toISOString(), reason: 'the daemon is stopping' });
+    for (const s of [...this.sinks]) s.end({ type: 'bye', at: this.wallIso(), reason: 'the daemon is stopping' });
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     server.closeIdleConnections();
     // Whatever is left (a stream's last line not taken, a slow request) goes now: stop must not wait on a client.
@@ -150,7 +223,7 @@ export class LocalApiServer {
       // Make room by dropping the oldest connection that is waiting for nothing (a Map keeps insertion order):
       // first one that never sent a byte, so a flood of empty connections cannot push out a client whose
       // request is already on its way but not yet parsed.
-      const waiting = [...this.conns.entries()].filter(([, c]) => c.busy === 0 && !c.streaming).map(([s]) => s);
+      const waiting = [...this.conns.entries()].filter(([, c]) => c.queue.length === 0 && !c.streaming).map(([s]) => s);
       const idle = waiting.find((s) => s.bytesRead === 0) ?? waiting[0];
       if (idle !== undefined) idle.destroy();
       else {
@@ -159,15 +232,15 @@ export class LocalApiServer {
         return;
       }
     }
-    this.conns.set(socket, { busy: 0, streaming: false });
+    this.conns.set(socket, { queue: [], streaming: false, closing: false, active: false });
     socket.on('close', () => this.conns.delete(socket));
     socket.on('error', () => undefined);
   }
 
   private clientError(err: NodeJS.ErrnoException, socket: Socket): void {
-    // An answer already under way on this socket (pipelined requests) must not get an error head in its middle.
+    // An answer already under way on this socket must not get an error head in its middle.
     const answering = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent === true;
-    if (err.code === 'ECONNRESET' || !socket.writable || answering) {
+    if (err.code === 'ECONNRESET' || !socket.writable || (answering && (this.conns.get(socket)?.queue.length ?? 0) === 0)) {
       socket.destroy();
       return;
     }
@@ -176,18 +249,80 @@ export class LocalApiServer {
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'timeout', 'the request did not arrive in time']
       : [400, 'bad-request', `not an HTTP/1.1 request (${err.code ?? 'parse error'})`];
     this.o.logger?.debug({ code: err.code }, 'local API: refused a request that did not parse');
-    socket.end(rawError(status, kind, message));
-    socket.destroySoon?.();
+    // After the answers to the requests read before it, in their order.
+    this.lastWords(socket, rawError(status, kind, message));
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const conn = this.conns.get(req.socket);
-    if (conn) conn.busy++;
-    res.on('close', () => {
-      if (conn) conn.busy = Math.max(0, conn.busy - 1);
+  /** The last answer of a connection node no longer parses: written once the requests before it are answered, then the connection ends. */
+  private lastWords(socket: Socket, text: string): void {
+    const conn = this.conns.get(socket);
+    if (conn === undefined) {
+      socket.destroy();
+      return;
+    }
+    holdReading(socket);
+    // node no longer watches this socket's time (CONNECT) or will not (a parse error): a client that never takes its answers goes too.
+    socket.setTimeout(this.limits.idleTimeoutMs, () => socket.destroy());
+    // Its last answer is queued already (the backlog's 503): the connection ends with that one.
+    if (conn.closing) return;
+    conn.closing = true;
+    conn.queue.push({ kind: 'last-words', text });
+    if (!conn.active) this.turn(socket, conn);
+  }
+
+  /** A request parsed: queued behind those of its connection, each answered in its turn. */
+  private take(req: IncomingMessage, res: ServerResponse, refusal?: ApiError): void {
+    const socket = req.socket;
+    const conn = this.conns.get(socket);
+    // A connection refused over the cap (its 503 on the way), or one whose last answer is queued: nothing more is served on it.
+    if (conn === undefined || conn.closing) return;
+    // Nothing more is read until this one is answered (serve() reads on for a body still on its way).
+    holdReading(socket);
+    if (conn.queue.length > this.limits.maxPipelined) {
+      conn.closing = true;
+      res.setHeader('connection', 'close');
+      refusal = new ApiError(503, 'unavailable', `more than ${this.limits.maxPipelined} requests wait on this connection; this one and those after it were not served: send them again once the earlier ones are answered`);
+    }
+    conn.queue.push({ kind: 'request', req, res, ...(refusal && { refusal }) });
+    if (!conn.active) this.turn(socket, conn);
+  }
+
+  /** Serves the first request of a connection's queue; the next one in a later turn of the event loop, once this answer was handed to the socket. */
+  private turn(socket: Socket, conn: Conn): void {
+    const head = conn.queue[0];
+    if (head === undefined) {
+      conn.active = false;
+      if (!conn.closing) resumeReading(socket);
+      return;
+    }
+    conn.active = true;
+    if (head.kind === 'last-words') {
+      socket.end(head.text);
+      socket.destroySoon?.();
+      return;
+    }
+    // 'close' follows 'finish' (the answer handed to the socket: the client took what came before) or the socket's end.
+    head.res.once('close', () => {
+      conn.queue.shift();
+      if (socket.destroyed) return;
+      // Other connections, the heartbeat and the bus get their turn between two answers of this one.
+      setImmediate(() => this.turn(socket, conn));
     });
+    void this.serve(head, conn);
+  }
+
+  private async serve(turn: RequestTurn, conn: Conn): Promise<void> {
+    const { req, res } = turn;
     try {
-      const url = new URL(req.url ?? '/', 'http://local');
+      if (turn.refusal !== undefined) throw turn.refusal;
+      // RFC 9112 3.2: a 1.1 request without Host is a 400 (node's own would have no body).
+      if (req.httpVersion === '1.1' && req.headers.host === undefined) throw badRequest('an HTTP/1.1 request needs a Host header (any value will do: the socket is local)');
+      let url: URL;
+      try {
+        url = new URL(req.url ?? '/', 'http://local');
+      } catch {
+        throw badRequest('the request target is not a path');
+      }
       const method = req.method ?? 'GET';
       const match = this.o.routes.match(method, url.pathname);
       if (match.kind === 'no-path') throw new ApiError(404, 'not-found', `no such endpoint: ${url.pathname}`);
@@ -196,7 +331,10 @@ export class LocalApiServer {
         throw new ApiError(405, 'method-not-allowed', `${method} is not served on ${url.pathname} (allowed: ${match.allowed.join(', ')})`);
       }
       if (match.access === 'write' && this.stopping) throw new ApiError(503, 'unavailable', 'the daemon is stopping');
+      // A body still on its way is read; what comes after it waits again while the answer is built.
+      if (!req.complete) resumeReading(req.socket);
       const body = await this.readBody(req);
+      holdReading(req.socket);
       const answer = await match.handler({ method, path: url.pathname, params: match.params, query: url.searchParams, body });
       if (match.access === 'write') this.o.logger?.info({ method, path: url.pathname, status: 'status' in answer ? answer.status : 200 }, 'local API: request');
       this.answer(req, res, answer, conn);
@@ -210,7 +348,7 @@ export class LocalApiServer {
     }
   }
 
-  /** The body as JSON, within the cap; nothing read for a body the head already says is too large. */
+  /** The body as JSON (body.ts), within the cap; nothing read for a body the head already says is too large. */
   private async readBody(req: IncomingMessage): Promise<unknown> {
     const max = this.limits.maxBodyBytes;
     const declared = Number(req.headers['content-length'] ?? 0);
@@ -242,49 +380,81 @@ export class LocalApiServer {
       // The client went away mid-body (or sent less than it said): nobody is left to answer, and it is no bug of ours.
       throw new ApiError(400, 'bad-request', 'the request body ended before its length');
     }
-    if (size === 0) return undefined;
-    try {
-      return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-    } catch {
-      throw new ApiError(400, 'bad-request', 'the request body is not JSON');
-    }
+    return parseJsonBody(Buffer.concat(chunks).toString('utf8'), this.limits.maxBodyDepth);
   }
 
-  private answer(req: IncomingMessage, res: ServerResponse, answer: Answer, conn: Conn | undefined): void {
+  private answer(req: IncomingMessage, res: ServerResponse, answer: Answer, conn: Conn): void {
     if ('status' in answer) return sendJson(res, answer.status, answer.body);
-    if (conn) conn.streaming = true;
+    const streams = [...this.conns.values()].filter((c) => c.streaming).length;
+    // Readers never go idle: without a cap of their own they could hold every connection.
+    if (streams >= this.limits.maxStreams) {
+      return sendJson(res, 503, { error: { kind: 'unavailable', message: `${streams} events streams are open, the most the local API keeps; close one, or try again later` } });
+    }
+    conn.streaming = true;
     const socket = req.socket;
     socket.setTimeout(0);
     // A stream that ended on a connection kept alive: an ordinary connection again, with its idle time.
     res.on('close', () => {
-      if (conn) conn.streaming = false;
+      conn.streaming = false;
       if (!socket.destroyed) socket.setTimeout(this.limits.idleTimeoutMs);
     });
+    // Read on while nothing waits behind the stream, so a reader that hangs up is seen at once.
+    if (conn.queue.length === 1) resumeReading(socket);
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
     res.flushHeaders();
     answer.stream(this.sink(res));
   }
 
-  /** A stream's writer: one line per send, never awaited; a reader too far behind gets one last line and is dropped. */
+  /**
+   * A stream's writer: one line per send, never awaited. A reader too far
+   * behind gets one last line and is dropped. So is one whose socket took
+   * nothing for eventsStallMs while lines waited; a reader sent nothing for
+   * eventsKeepAliveMs gets a keep-alive line, so that on a quiet daemon too a
+   * reader that takes nothing fills its socket and is found out.
+   */
   private sink(res: ServerResponse): StreamSink {
-    const cap = this.limits.eventsBufferBytes;
-    const goodbyeMs = this.limits.eventsGoodbyeMs;
+    const { clock } = this.o;
+    const l = this.limits;
+    const cap = l.eventsBufferBytes;
     const closers: Array<() => void> = [];
     let open = true;
+    let lastSent = clock.now();
+    let lastTaken = clock.now();
+    let ticker: Timer | undefined;
+    let goodbye: Timer | undefined;
+    const write = (obj: unknown): void => {
+      lastSent = clock.now();
+      // Called once the line was handed to the kernel: the reader took what was before it.
+      res.write(`${wireJson(obj)}\n`, () => (lastTaken = clock.now()));
+    };
     const close = (): void => {
       if (!open) return;
       open = false;
+      ticker?.cancel();
       this.sinks.delete(sink);
       for (const fn of closers.splice(0)) fn();
+    };
+    const tick = (): void => {
+      ticker = undefined;
+      if (!open) return;
+      const now = clock.now();
+      if (res.writableLength > 0 && now - lastTaken >= l.eventsStallMs * clock.scale) {
+        this.o.logger?.info({ waitingBytes: res.writableLength }, 'local API: dropped an events reader that took nothing');
+        close();
+        res.destroy();
+        return;
+      }
+      if (now - lastSent >= l.eventsKeepAliveMs * clock.scale) write({ type: 'keepalive', at: this.wallIso() });
+      ticker = clock.setTimer(tick, l.eventsKeepAliveMs * clock.scale);
     };
     const sink: StreamSink = {
       send: (obj) => {
         if (!open) return false;
         if (res.writableLength > cap) {
-          sink.end({ type: 'overflow', at: new Date().toISOString(), message: `this reader fell more than ${cap} bytes behind; reconnect and read GET /v1/status first` });
+          sink.end({ type: 'overflow', at: this.wallIso(), message: `this reader fell more than ${cap} bytes behind; reconnect and read GET /v1/status first` });
           return false;
         }
-        res.write(`${wireJson(obj)}\n`);
+        write(obj);
         return true;
       },
       end: (last) => {
@@ -292,7 +462,7 @@ export class LocalApiServer {
         close();
         res.end(last === undefined ? undefined : `${wireJson(last)}\n`);
         // A reader that takes nothing more would keep the line and the socket forever.
-        setTimeout(() => res.destroy(), goodbyeMs).unref();
+        goodbye = clock.setTimer(() => res.destroy(), l.eventsGoodbyeMs * clock.scale);
       },
       get buffered() {
         return res.writableLength;
@@ -303,8 +473,16 @@ export class LocalApiServer {
       },
     };
     this.sinks.add(sink);
-    res.on('close', close);
+    res.on('close', () => {
+      goodbye?.cancel();
+      close();
+    });
+    ticker = clock.setTimer(tick, l.eventsKeepAliveMs * clock.scale);
     return sink;
+  }
+
+  private wallIso(): string {
+    return new Date(this.o.clock.wallNow()).toISOString();
   }
 }
 

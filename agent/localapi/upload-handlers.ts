@@ -6,6 +6,7 @@ import type { UploadRow } from '../uploads/upload-rows.js';
 import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js';
 import type { UploadsUnit } from '../uploads/uploads-unit.js';
 import { COMPLETED_DESPITE_CANCEL, type UploadPayload } from '../uploads/upload-item.js';
+import { objectBody } from './body.js';
 import { ApiError, badRequest, notFound, type HandlerMap } from './handlers.js';
 import type { EventsHub } from './events.js';
 import { apiErrorOf } from './pair-handlers.js';
@@ -25,11 +26,6 @@ function priorityOf(v: unknown, required: boolean): boolean {
   if (v === 'high') return true;
   if (v === 'normal') return false;
   throw badRequest(`priority must be "high" or "normal", not ${JSON.stringify(v) ?? 'missing'}`);
-}
-
-function objectBody(body: unknown): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the body must be a JSON object');
-  return body as Record<string, unknown>;
 }
 
 export function registerUploadHandlers(routes: HandlerMap, d: UploadHandlerDeps): void {

@@ -1,15 +1,17 @@
 // The preferences on flash: defaults without a file, written only when a
-// value changes (and then published), a bad PATCH refused whole, a bad file
-// read as the defaults.
+// value changes (and then published), at most once a second of agent time
+// however often a client changes them (issue 27), a bad PATCH refused whole,
+// a bad file read as the defaults.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { EventBus, type Prefs } from '../../agent/core/event-bus.js';
 import { writeFileAtomic } from '../../agent/lib/atomic-write.js';
-import { PREFS_FILE, PrefsError, PrefsStore } from '../../agent/localapi/prefs-store.js';
+import { PREFS_FILE, PREFS_WRITE_EVERY_MS, PrefsError, PrefsStore } from '../../agent/localapi/prefs-store.js';
 import { HandlerMap } from '../../agent/localapi/handlers.js';
 import { registerPrefsHandlers } from '../../agent/localapi/prefs-handlers.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -25,12 +27,24 @@ function store(content?: string) {
   bus.on('prefsChanged', seen, ({ prefs }) => seen.push(prefs));
   // The real atomic write, counted: what each write put in the file.
   const writes: unknown[] = [];
-  const s = new PrefsStore(dir, bus, undefined, async (file, data, options) => {
-    writes.push(JSON.parse(String(data)));
-    await writeFileAtomic(file, data, options);
+  let done = 0;
+  const clock = new FakeClock();
+  const s = new PrefsStore({
+    stateDir: dir,
+    bus,
+    clock,
+    write: async (file, data, options) => {
+      writes.push(JSON.parse(String(data)));
+      await writeFileAtomic(file, data, options);
+      done++;
+    },
   });
   s.start();
-  return { s, dir, seen, writes, file: path.join(dir, PREFS_FILE) };
+  /** Every write begun has reached the file. */
+  const settled = async (): Promise<void> => {
+    while (done < writes.length) await new Promise((r) => setTimeout(r, 1));
+  };
+  return { s, dir, seen, writes, clock, settled, file: path.join(dir, PREFS_FILE) };
 }
 
 describe('PrefsStore', () => {
@@ -53,31 +67,73 @@ describe('PrefsStore', () => {
     expect(seen).toEqual([{ autoUpload: false }]);
     expect(s.report()).toEqual({ prefs: { autoUpload: false } });
     // Read back by the next daemon.
-    const again = new PrefsStore(dir, new EventBus());
+    const again = new PrefsStore({ stateDir: dir, bus: new EventBus(), clock: new FakeClock() });
     again.start();
     expect(again.prefs()).toEqual({ autoUpload: false });
   });
 
-  it('PATCHes sent together, none awaited before the next, apply in order: each answers its own result, the last one wins in memory and on disk, one write per change', async () => {
+  it('PATCHes sent together, none awaited before the next, apply in order: each answers its own result, the last one wins in memory at once and on disk within the second', async () => {
     // The audit's case: false then true before the first write finished. The second was compared with the
     // value before the first (true), found "nothing changed", and the first's write then left false.
     const a = store();
     const answers = await Promise.all([a.s.update({ autoUpload: false }), a.s.update({ autoUpload: true })]);
     expect(answers).toEqual([{ autoUpload: false }, { autoUpload: true }]);
     expect(a.s.prefs()).toEqual({ autoUpload: true });
-    expect(JSON.parse(readFileSync(a.file, 'utf8'))).toEqual({ autoUpload: true });
-    expect(a.writes).toEqual([{ autoUpload: false }, { autoUpload: true }]);
     expect(a.seen).toEqual([{ autoUpload: false }, { autoUpload: true }]);
+    // The first went to flash at once; the second, within the second after it.
+    expect(a.writes).toEqual([{ autoUpload: false }]);
+    await a.clock.advance(PREFS_WRITE_EVERY_MS);
+    expect(a.writes).toEqual([{ autoUpload: false }, { autoUpload: true }]);
+    await a.settled();
+    expect(JSON.parse(readFileSync(a.file, 'utf8'))).toEqual({ autoUpload: true });
 
-    // More of them, with repeats and an empty PATCH: a write (and an event) only where the value changes.
+    // More of them, with repeats and an empty PATCH: an event only where the value changes.
     const b = store();
     const patches = [{ autoUpload: false }, { autoUpload: false }, {}, { autoUpload: true }, { autoUpload: true }, { autoUpload: false }];
     const results = await Promise.all(patches.map((p) => b.s.update(p)));
     expect(results).toEqual([false, false, false, true, true, false].map((autoUpload) => ({ autoUpload })));
     expect(b.s.prefs()).toEqual({ autoUpload: false });
+    expect(b.seen).toEqual([{ autoUpload: false }, { autoUpload: true }, { autoUpload: false }]);
+    // Back to what flash holds by the end of the second: nothing more to write.
+    await b.clock.advance(PREFS_WRITE_EVERY_MS);
+    expect(b.writes).toEqual([{ autoUpload: false }]);
+    await b.settled();
     expect(JSON.parse(readFileSync(b.file, 'utf8'))).toEqual({ autoUpload: false });
-    expect(b.writes).toEqual([{ autoUpload: false }, { autoUpload: true }, { autoUpload: false }]);
-    expect(b.seen).toEqual(b.writes);
+  });
+
+  it('a thousand flips write the card about once a second of agent time, not a thousand times; each is in effect at once; stop() writes the last', async () => {
+    const { s, writes, seen, clock, file, dir, settled } = store();
+    for (let i = 0; i < 1_000; i++) expect(await s.update({ autoUpload: i % 2 === 1 })).toEqual({ autoUpload: i % 2 === 1 });
+    expect(seen).toHaveLength(1_000);
+    expect(s.prefs()).toEqual({ autoUpload: true });
+    // No agent time has passed: the first flip was written, the rest wait for the end of the second.
+    expect(writes).toEqual([{ autoUpload: false }]);
+    await clock.advance(PREFS_WRITE_EVERY_MS);
+    expect(writes).toEqual([{ autoUpload: false }, { autoUpload: true }]);
+    await settled();
+    expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ autoUpload: true });
+    // A flip within the next second: in effect at once, on flash when stop() comes first.
+    await clock.advance(PREFS_WRITE_EVERY_MS / 2);
+    expect(await s.update({ autoUpload: false })).toEqual({ autoUpload: false });
+    expect(writes).toHaveLength(2);
+    await s.stop();
+    expect(writes).toEqual([{ autoUpload: false }, { autoUpload: true }, { autoUpload: false }]);
+    const again = new PrefsStore({ stateDir: dir, bus: new EventBus(), clock: new FakeClock() });
+    again.start();
+    expect(again.prefs()).toEqual({ autoUpload: false });
+  });
+
+  it('flips spread over time: at most one write per second, each second\'s last value', async () => {
+    const { s, writes, clock } = store();
+    // Ten flips a second for ten seconds.
+    for (let i = 0; i < 100; i++) {
+      await s.update({ autoUpload: i % 2 === 1 });
+      await clock.advance(PREFS_WRITE_EVERY_MS / 10);
+    }
+    await clock.advance(PREFS_WRITE_EVERY_MS);
+    expect(writes.length).toBeLessThanOrEqual(11);
+    expect(writes.at(-1)).toEqual({ autoUpload: true });
+    expect(s.prefs()).toEqual({ autoUpload: true });
   });
 
   it('a PATCH with an unknown field or a wrong type is refused whole, naming it; nothing changes', async () => {
@@ -105,7 +161,7 @@ describe('PATCH /v1/prefs', () => {
     // A state dir that is a regular file: ENOTDIR, a setting to fix (config, 409), not a full disk.
     const notADir = path.join(dir, 'state');
     writeFileSync(notADir, '');
-    const s = new PrefsStore(notADir, new EventBus());
+    const s = new PrefsStore({ stateDir: notADir, bus: new EventBus(), clock: new FakeClock() });
     s.start();
     const routes = new HandlerMap();
     registerPrefsHandlers(routes, s);

@@ -77,7 +77,7 @@ describe('local API server', () => {
     routes.add('GET', '/v1/boom', 'read', () => {
       throw new Error('a bug');
     });
-    server = new LocalApiServer({ socketPath: sock, routes, limits });
+    server = new LocalApiServer({ socketPath: sock, routes, clock, limits });
     await server.start();
   }
 
@@ -155,14 +155,14 @@ describe('local API server', () => {
     expect((await apiRequest(sock, 'GET', '/v1/status')).status).toBe(200);
     await server.stop();
     writeFileSync(sock, 'not a socket');
-    const other = new LocalApiServer({ socketPath: sock, routes: new HandlerMap() });
+    const other = new LocalApiServer({ socketPath: sock, routes: new HandlerMap(), clock: new FakeClock() });
     await expect(other.start()).rejects.toThrow(/not a socket/);
     expect(statSync(sock).isFile()).toBe(true);
   });
 
   it('a socket path too long for a unix socket is refused before anything is bound (libuv would bind a shortened path elsewhere)', async () => {
     const long = path.join(dir, 'x'.repeat(120), 'api.sock');
-    const other = new LocalApiServer({ socketPath: long, routes: new HandlerMap() });
+    const other = new LocalApiServer({ socketPath: long, routes: new HandlerMap(), clock: new FakeClock() });
     await expect(other.start()).rejects.toThrow(/over the 107 bytes|shorter --runtime-dir/);
     expect(readdirSync(dir)).toEqual([]);
   });

@@ -4,7 +4,12 @@
 // every shape (paths inside, outside, through links out, relative, `..`,
 // FIFOs, missing, huge, of the wrong type; priorities and preferences of
 // every type), ids that exist and do not, garbage bytes, broken heads, bad
-// encodings, lying lengths, streams opened and dropped.
+// encodings, lying lengths, streams opened and dropped; values nested
+// 100,000 deep, requests without Host, an unknown Expect, CONNECT; and
+// pipelined batches: many requests in one write on one connection (issue 27),
+// PATCHes and GETs of the preferences mixed, some batches longer than the
+// backlog a connection may keep, some ending in CONNECT or garbage. Every
+// case ends with one such batch, so the short run in `npm test` sends them.
 //
 // Oracles (docs/local-api.md): every answer is a documented status (never a
 // 500: that is a bug) with a JSON body, a refusal `{"error":{"kind","message"}}`
@@ -13,6 +18,11 @@
 // is ever uploaded; every clip is stored at most once and byte-identical, and
 // a clip nobody cancelled is stored by the end; heartbeats keep their spacing
 // (the fake's referee); the daemon logs no bug, stays up and exits 0 on SIGTERM.
+// A pipelined batch: its answers are those of its requests, in order, each
+// JSON, each of the shape its request calls for; a GET /v1/prefs answers the
+// value the last PATCH before it in the batch left; fewer answers than
+// requests only when the last one is a 503 (the backlog's bound) or the
+// batch's CONNECT or garbage was refused, and the connection then closed.
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
@@ -22,7 +32,7 @@ import { leakedSecret, problem } from './oracles.mjs';
 import { sleep, start, within } from './proc.mjs';
 
 const FIRMWARE = '1.6.0';
-const DOCUMENTED = new Set([200, 202, 400, 403, 404, 405, 408, 409, 413, 431, 503]);
+const DOCUMENTED = new Set([200, 202, 400, 403, 404, 405, 408, 409, 413, 417, 431, 503]);
 const sha = (b) => createHash('sha256').update(b).digest('hex');
 
 async function getJson(url) {
@@ -85,6 +95,163 @@ const request = (method, p, body, extra = '') => {
   return Buffer.concat([Buffer.from(`${method} ${p} HTTP/1.1\r\nhost: local\r\nconnection: close\r\n${data === '' ? '' : `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(data)}\r\n`}${extra}\r\n`, 'latin1'), Buffer.isBuffer(data) ? data : Buffer.from(data)]);
 };
 
+/** A request for a pipeline: no `connection: close`, so the connection serves the next one. */
+const piped = (method, p, body, extra = '') => {
+  const data = body === undefined ? '' : typeof body === 'string' ? body : JSON.stringify(body);
+  return Buffer.concat([Buffer.from(`${method} ${p} HTTP/1.1\r\nhost: local\r\n${data === '' ? '' : `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(data)}\r\n`}${extra}\r\n`, 'latin1'), Buffer.from(data)]);
+};
+
+/** A JSON value nested `depth` deep: describing it in an error message once overflowed the stack (a 500). */
+const deepValue = (rng) =>
+  rng.chance(0.7)
+    ? ((depth) => `${'['.repeat(depth)}${']'.repeat(depth)}`)(rng.pick([100, 5_000, 100_000]))
+    : // Objects too, kept well under the body cap (256 KiB): a 413 is not what this asks.
+      ((depth) => `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`)(rng.pick([100, 5_000, 40_000]));
+
+const isError = (a, status, kind) => a.status === status && a.body?.error?.kind === kind;
+const isPrefs = (a) => a.status === 200 && typeof a.body?.autoUpload === 'boolean' && Object.keys(a.body).length === 1;
+
+/**
+ * One request of a pipelined batch: { label, bytes, check(answer) -> true when
+ * the answer is one this request can get, patch?, getPrefs?, last? }.
+ */
+function drawPiped(rng, w) {
+  return rng.weighted([
+    [4, () => ({ label: 'GET /v1/prefs', bytes: piped('GET', '/v1/prefs'), check: isPrefs, getPrefs: true })],
+    [4, () => {
+      const autoUpload = rng.chance(0.5);
+      return { label: 'PATCH /v1/prefs', bytes: piped('PATCH', '/v1/prefs', { autoUpload }), check: (a) => isPrefs(a) && a.body.autoUpload === autoUpload, patch: autoUpload };
+    }],
+    [2, () => ({ label: 'GET /v1/status', bytes: piped('GET', '/v1/status'), check: (a) => a.status === 200 && typeof a.body?.state === 'string', getStatus: true })],
+    [2, () => ({ label: 'GET /v1/uploads', bytes: piped('GET', '/v1/uploads'), check: (a) => a.status === 200 && Array.isArray(a.body?.uploads) })],
+    [1, () => ({ label: 'PATCH /v1/prefs bad', bytes: piped('PATCH', '/v1/prefs', rng.pick([{ autoUpload: 'no' }, { other: 1 }, [], '{"autoUpload": tru'])), check: (a) => isError(a, 400, 'bad-request') })],
+    [1, () => ({ label: 'deep JSON', bytes: piped(rng.pick(['PATCH', 'POST']), rng.pick(['/v1/prefs', '/v1/uploads', '/v1/unpair', '/v1/pair']), deepValue(rng)), check: (a) => isError(a, 400, 'bad-request') || a.status === 405 })],
+    [1, () => ({ label: 'no Host', bytes: Buffer.from(`GET /v1/prefs HTTP/1.1\r\n\r\n`, 'latin1'), check: (a) => isError(a, 400, 'bad-request') })],
+    [1, () => ({ label: 'Expect', bytes: piped('GET', '/v1/prefs', undefined, 'expect: teapot\r\n'), check: (a) => isError(a, 417, 'bad-request') })],
+    [1, () => ({ label: 'no such path', bytes: piped('GET', `/v1/${rng.hex(4)}`), check: (a) => isError(a, 404, 'not-found') })],
+    [1, () => ({ label: 'wrong method', bytes: piped('PUT', '/v1/prefs'), check: (a) => isError(a, 405, 'method-not-allowed') })],
+    [1, () => ({ label: 'PATCH /v1/uploads/{id}', bytes: piped('PATCH', `/v1/uploads/${encodeURIComponent(rng.pick(w.ids.length > 0 ? w.ids : ['x:1']))}`, { priority: rng.pick(['high', 'normal']) }), check: (a) => a.status === 200 || isError(a, 404, 'not-found') || isError(a, 409, 'conflict') })],
+  ])();
+}
+
+/** What may end a batch: CONNECT (405) or bytes that are not HTTP (400); the connection closes after its answer. */
+const drawLast = (rng) =>
+  rng.pick([
+    { label: 'CONNECT', bytes: Buffer.from('CONNECT example.com:443 HTTP/1.1\r\nhost: example.com:443\r\n\r\n', 'latin1'), check: (a) => isError(a, 405, 'method-not-allowed'), last: true },
+    { label: 'garbage', bytes: Buffer.from('\x16\x03\x01 not http\r\n\r\n', 'latin1'), check: (a) => isError(a, 400, 'bad-request'), last: true },
+  ]);
+
+/** A batch: its requests, and whether it ends in CONNECT or garbage. */
+function drawBatch(rng, w) {
+  const n = rng.weighted([
+    [6, () => rng.int(2, 12)],
+    [2, () => rng.int(13, 30)],
+    // Past the backlog a connection may keep (LOCAL_API.maxPipelined).
+    [1, () => rng.int(31, 200)],
+  ])();
+  const reqs = Array.from({ length: n }, (_, i) => drawPiped(rng.fork(`piped-${i}`), w));
+  if (rng.chance(0.3)) reqs.push(drawLast(rng));
+  return reqs;
+}
+
+/** Answers, in order, from one connection given all `bytes` in one write, split by content-length; ends at close, `count` answers (and then the close, with `untilClose`), or `waitMs`. */
+function pipeline(sock, bytes, count, untilClose, waitMs = 10_000) {
+  return new Promise((resolve) => {
+    const s = net.createConnection(sock);
+    const answers = [];
+    let buf = Buffer.alloc(0);
+    let done = false;
+    let closed = false;
+    const finish = () => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      s.destroy();
+      resolve({ answers, closed, rest: buf.toString('latin1').slice(0, 200) });
+    };
+    const timer = setTimeout(finish, waitMs);
+    s.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      for (;;) {
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) break;
+        const head = buf.subarray(0, end).toString('latin1');
+        const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
+        const len = /\r\ncontent-length: (\d+)/i.exec(head);
+        if (!len) {
+          answers.push({ status, head, text: '', body: undefined });
+          buf = Buffer.alloc(0);
+          return finish();
+        }
+        if (buf.length < end + 4 + Number(len[1])) break;
+        const text = buf.subarray(end + 4, end + 4 + Number(len[1])).toString('utf8');
+        buf = buf.subarray(end + 4 + Number(len[1]));
+        let body;
+        try {
+          body = JSON.parse(text);
+        } catch {
+          body = undefined;
+        }
+        answers.push({ status, head, text, body });
+      }
+      if (answers.length >= count && !untilClose) finish();
+    });
+    // A reset (EPIPE: the daemon closed while the rest of the batch was still being written) is a close too.
+    s.on('error', () => {
+      closed = true;
+      finish();
+    });
+    s.on('close', () => {
+      closed = true;
+      finish();
+    });
+    s.on('connect', () => s.write(bytes));
+  });
+}
+
+/** The oracles of one batch (see the top of the file); the value of autoUpload it leaves, when known. */
+function judgeBatch(reqs, r, problems, secrets) {
+  const labels = reqs.map((q) => q.label).join(', ');
+  const where = (i) => `batch of ${reqs.length} [${labels.slice(0, 300)}], answer ${i}`;
+  let prefs;
+  for (const [i, a] of r.answers.entries()) {
+    const q = reqs[i];
+    if (leakedSecret(a.text, secrets)) problems.push(problem('wrong', 'localapi:secret-in-answer', `${where(i)}: an answer carries a secret`));
+    if (a.status === 500) problems.push(problem('crash', `localapi:pipelined-500-${q?.label}`, `${where(i)} (${q?.label}): 500 ${a.text.slice(0, 200)}`));
+    if (a.body === undefined) {
+      problems.push(problem('wrong', `localapi:pipelined-not-json-${q?.label}`, `${where(i)} (${q?.label}): ${a.status} with a body that is not JSON: ${JSON.stringify(a.text.slice(0, 100))}`));
+      return undefined;
+    }
+    if (a.status >= 400) {
+      const e = a.body?.error;
+      if (typeof e?.kind !== 'string' || typeof e?.message !== 'string' || e.message.includes('\n')) problems.push(problem('wrong', 'localapi:error-shape', `${where(i)}: ${a.status} ${a.text.slice(0, 200)}`));
+    }
+    if (q === undefined) {
+      problems.push(problem('wrong', 'localapi:pipelined-extra-answer', `${where(i)}: more answers than requests`));
+      return undefined;
+    }
+    // The backlog's bound: this one and those after it refused, the connection closed.
+    if (isError(a, 503, 'unavailable') && !q.last) {
+      if (i !== r.answers.length - 1 || !r.closed) problems.push(problem('wrong', 'localapi:pipelined-503-not-last', `${where(i)}: a 503 that is not the connection's last answer (${r.closed ? 'closed' : 'open'}; after it: ${r.answers.slice(i + 1, i + 4).map((x) => `${x.status} ${x.text.slice(0, 80)}`).join(' / ')}; its message: ${a.body.error.message.slice(0, 120)})`));
+      if (i < 8) problems.push(problem('wrong', 'localapi:pipelined-backlog-small', `${where(i)}: refused after only ${i} answers`));
+      return prefs;
+    }
+    if (!q.check(a)) {
+      problems.push(problem('wrong', `localapi:pipelined-out-of-order-${q.label}`, `${where(i)}: ${q.label} answered ${a.status} ${a.text.slice(0, 160)} (all: ${r.answers.map((x) => x.status).join(' ')})`));
+      return undefined;
+    }
+    if (q.patch !== undefined) prefs = a.body.autoUpload;
+    if (q.getPrefs && prefs !== undefined && a.body.autoUpload !== prefs) problems.push(problem('wrong', 'localapi:pipelined-stale-read', `${where(i)}: GET /v1/prefs answered autoUpload ${a.body.autoUpload} after a PATCH in the same batch set ${prefs}`));
+    if (q.getStatus && prefs !== undefined && a.body.prefs !== undefined && a.body.prefs.autoUpload !== prefs) problems.push(problem('wrong', 'localapi:pipelined-stale-status', `${where(i)}: the status document's prefs say ${a.body.prefs.autoUpload} after a PATCH in the same batch set ${prefs}`));
+  }
+  const last = reqs.at(-1);
+  if (r.answers.length < reqs.length) {
+    const final = r.answers.at(-1);
+    if (!(final && isError(final, 503, 'unavailable'))) problems.push(problem('wrong', 'localapi:pipelined-missing', `batch of ${reqs.length} [${labels.slice(0, 300)}]: ${r.answers.length} answers (${r.closed ? 'closed' : 'still open'}; left: ${JSON.stringify(r.rest)}; last: ${final?.status} ${final?.text.slice(0, 150)})`));
+  } else if (last?.last && !r.closed) problems.push(problem('wrong', `localapi:pipelined-open-after-${last.label}`, `batch ending in ${last.label}: the connection stayed open`));
+  return prefs;
+}
+
 /** One request drawn for this case: { label, bytes, expect?: 'json' | 'any' }. */
 function draw(rng, w) {
   const anyPath = () =>
@@ -125,6 +292,11 @@ function draw(rng, w) {
     [1, () => ({ label: 'broken head', bytes: Buffer.from(rng.pick(['GET /v1/status HTTP/9.9\r\n\r\n', 'GET\r\n\r\n', `GET /v1/status HTTP/1.1\r\nx-pad: ${'p'.repeat(20_000)}\r\n\r\n`, 'GET /v1/status HTTP/1.1\r\nhost: a\r\nhost b\r\n\r\n', 'POST /v1/prefs HTTP/1.1\r\ntransfer-encoding: chunked\r\ncontent-length: 3\r\n\r\nzz\r\n']), 'latin1'), expect: 'any' })],
     [1, () => ({ label: 'body over the cap', bytes: request('POST', '/v1/uploads', `{"paths":["${'a'.repeat(300 * 1024)}"]}`) })],
     [1, () => ({ label: 'length that lies', bytes: Buffer.from('PATCH /v1/prefs HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\n{"autoUpload":false}', 'latin1'), expect: 'any' })],
+    [1, () => ({ label: 'deep JSON', bytes: request(rng.pick(['PATCH', 'POST']), rng.pick(['/v1/prefs', '/v1/uploads', '/v1/unpair', '/v1/pair', `/v1/uploads/${anyId()}`]), deepValue(rng)) })],
+    [1, () => ({ label: 'no Host', bytes: Buffer.from(`${rng.pick(['GET /v1/status', 'PATCH /v1/prefs', 'GET /v1/uploads'])} HTTP/1.1\r\nconnection: close\r\n\r\n`, 'latin1') })],
+    [0.5, () => ({ label: 'CONNECT', bytes: Buffer.from(`CONNECT ${rng.pick(['example.com:443', '127.0.0.1:22', '/v1/status'])} HTTP/1.1\r\nhost: x\r\n\r\n`, 'latin1') })],
+    [0.5, () => ({ label: 'Expect', bytes: request('GET', '/v1/status', undefined, `expect: ${rng.pick(['teapot', '200-ok', ''])}\r\n`), expect: 'any' })],
+    [3, () => ({ label: 'pipelined batch', batch: drawBatch(rng, w) })],
   ])();
 }
 
@@ -200,6 +372,10 @@ export const localapiTarget = {
       for (let i = 0; i < n && exited === undefined && existsSync(sock); i++) {
         const req = draw(rng.fork(`req-${i}`), w);
         counts[req.label] = (counts[req.label] ?? 0) + 1;
+        if (req.batch) {
+          judgeBatch(req.batch, await pipeline(sock, Buffer.concat(req.batch.map((q) => q.bytes)), req.batch.length, req.batch.at(-1).last === true), problems, secrets);
+          continue;
+        }
         const a = await exchange(sock, req.bytes, req.stream ? 300 : 5_000);
         if (req.stream) {
           if (a.status !== 200 && a.status !== 0) problems.push(problem('wrong', 'localapi:events-status', `GET /v1/events answered ${a.status}`));
@@ -237,6 +413,23 @@ export const localapiTarget = {
           cancelled.add(body.upload.id);
           if (typeof body.upload.name === 'string') names.set(body.upload.id, body.upload.name);
         }
+      }
+      // Every case ends with a batch mixing PATCHes and GETs of the preferences, a deep body, a request without Host, and CONNECT or garbage.
+      if (exited === undefined && existsSync(sock)) {
+        const brng = rng.fork('final-batch');
+        const flip = (v) => ({ label: 'PATCH /v1/prefs', bytes: piped('PATCH', '/v1/prefs', { autoUpload: v }), check: (a) => isPrefs(a) && a.body.autoUpload === v, patch: v });
+        const read = { label: 'GET /v1/prefs', bytes: piped('GET', '/v1/prefs'), check: isPrefs, getPrefs: true };
+        const mixed = [];
+        for (let k = brng.int(2, 6); k > 0; k--) mixed.push(flip(brng.chance(0.5)), read);
+        const odd = [
+          { label: 'deep JSON', bytes: piped('PATCH', '/v1/prefs', `{"autoUpload":${deepValue(brng)}}`), check: (a) => isError(a, 400, 'bad-request') },
+          { label: 'no Host', bytes: Buffer.from('GET /v1/prefs HTTP/1.1\r\n\r\n', 'latin1'), check: (a) => isError(a, 400, 'bad-request') },
+        ];
+        const batch = [...mixed];
+        for (const q of odd) batch.splice(brng.int(0, batch.length), 0, q);
+        batch.push(read, drawLast(brng));
+        judgeBatch(batch, await pipeline(sock, Buffer.concat(batch.map((q) => q.bytes)), batch.length, true), problems, secrets);
+        counts['final batch'] = batch.length;
       }
       desc.push(`run --time-scale ${scale}, ${clips.length} clips (${clips.map((c) => c.data.length).join(', ')} B); ${n} requests: ${Object.entries(counts).map(([k, v]) => `${k} x${v}`).join(', ')}`);
 
