@@ -21,6 +21,7 @@ import { classify } from '../../agent/outbox/outcome.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { failure } from './failure.js';
+import { until } from '../support/until.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 let handler: Handler = (_req, res) => res.end();
@@ -94,11 +95,6 @@ const upgrade =
     req.socket.write(RAW_101);
     if (!keepOpen) req.socket.end();
   };
-
-/** Polls until `probe` holds; the suite's timeout is the only limit. */
-async function until(probe: () => boolean): Promise<void> {
-  while (!probe()) await new Promise((r) => setTimeout(r, 10));
-}
 
 describe('cause 2: an error page larger than the size cap keeps its status kind', () => {
   for (const chunked of [false, true]) {
@@ -243,12 +239,12 @@ describe('cause 4: an answer the contract does not expect is a protocol error', 
     handler = upgrade(true);
     const a = api();
     const sockets = (): number => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
-    await until(() => open.size === 0);
+    await until('every server socket closed', () => open.size === 0);
     const before = sockets();
     for (let i = 0; i < 25; i++) expect(await failure(a.heartbeat())).toMatchObject({ kind: 'protocol' });
     // Every server-side socket closes only when the agent destroyed its end.
-    await until(() => open.size === 0);
-    await until(() => sockets() <= before);
+    await until('every server socket closed', () => open.size === 0);
+    await until('the pooled sockets closed', () => sockets() <= before);
     expect(open.size).toBe(0);
   });
 
@@ -355,9 +351,9 @@ describe('presigned storage PUTs', () => {
   for (const keepOpen of [true, false]) {
     test(`a 101 with the connection ${keepOpen ? 'kept open' : 'closed'} is a protocol error and leaves no socket`, async () => {
       handler = upgrade(keepOpen);
-      await until(() => open.size === 0);
+      await until('every server socket closed', () => open.size === 0);
       for (let i = 0; i < 5; i++) expect(await failure(put())).toMatchObject({ kind: 'protocol', exitCode: 76, details: { status: 101 } });
-      await until(() => open.size === 0);
+      await until('every server socket closed', () => open.size === 0);
     });
   }
 });

@@ -12,15 +12,19 @@ import { removeCredentials, saveCredentials, type CredentialsFile } from '../../
 import { DaemonPairing } from '../../agent/auth/daemon-pairing.js';
 import type { Settings } from '../../agent/config/types.js';
 import { EventBus, type AgentEvents, type PairingProgress } from '../../agent/core/event-bus.js';
-import { SystemClock } from '../../agent/lib/clock.js';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { settingsIn, tempDir } from '../support/auth-fixtures.js';
+import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
-const SCALE = 40;
+// One FakeClock for the daemon's side and the fake's: the code's poll interval, its expiry and the
+// service's answers all play in agent time, turned by the test (untilAgent).
+const clock = new FakeClock();
+const origin = clock.now();
 let cloud: FakeCloud;
 const dirs: Array<() => void> = [];
 beforeAll(async () => {
-  cloud = await startFakeCloud({ timeScale: SCALE, devices: 0 });
+  cloud = await startFakeCloud({ devices: 0, clock: () => clock.now() - origin, setTimer: (fn, ms) => clock.setTimer(fn, ms), wallStart: clock.wallNow() });
 });
 afterAll(async () => {
   await cloud?.close();
@@ -33,9 +37,8 @@ function rig(o: { secret?: boolean; installFails?: NodeJS.ErrnoException } = {})
   dirs.push(t.cleanup);
   const secretFile = path.join(t.dir, 'client.secret');
   writeFileSync(secretFile, `${cloud.clientSecret}\n`, { mode: 0o600 });
-  const settings: Settings = settingsIn(path.join(t.dir, 'state'), { apiUrl: cloud.url, timeScale: SCALE, ...(o.secret !== false && { clientSecretFile: secretFile }) });
+  const settings: Settings = settingsIn(path.join(t.dir, 'state'), { apiUrl: cloud.url, ...(o.secret !== false && { clientSecretFile: secretFile }) });
   settings.tokenFile = path.join(settings.stateDir, 'credentials.json');
-  const clock = new SystemClock(SCALE);
   const bus = new EventBus();
   const progress: PairingProgress[] = [];
   const replaced: Array<AgentEvents['credentialsReplaced']> = [];
@@ -67,13 +70,11 @@ function rig(o: { secret?: boolean; installFails?: NodeJS.ErrnoException } = {})
 }
 
 const codeRequests = (): number => cloud.journal.filter((e) => e.path === '/v2/auth/device/code').length;
-const until = async (what: string, ok: () => boolean, ms = 10_000): Promise<void> => {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
+/**
+ * Half an agent second a turn, the flow's requests (real HTTP to the in-process fake) answered between
+ * turns; never past 100 agent s, inside the code's 120 s life.
+ */
+const untilAgent = (what: string, ok: () => boolean): Promise<unknown> => until(what, ok, { clock, stepMs: 500, agentMs: 100_000 });
 
 describe('DaemonPairing', () => {
   it('a file-system failure storing the approved grant ends the flow failed with its kind (disk, 75) and the file named, not internal (1)', async () => {
@@ -81,7 +82,7 @@ describe('DaemonPairing', () => {
     const r = rig({ installFails: full });
     const code = await r.pairing.begin();
     expect(cloud.control.approve(code.user_code)).toBe(true);
-    await until('failed', () => r.progress.some((p) => p.phase === 'failed'));
+    await untilAgent('failed', () => r.progress.some((p) => p.phase === 'failed'));
     const failed = r.progress.find((p) => p.phase === 'failed');
     expect(failed).toMatchObject({ phase: 'failed', exitCode: 75, error: { kind: 'disk', message: expect.stringContaining(r.settings.tokenFile) } });
     expect(r.replaced).toEqual([]);
@@ -98,7 +99,7 @@ describe('DaemonPairing', () => {
     expect(await r.pairing.begin()).toEqual(code);
     expect(codeRequests()).toBe(before);
     expect(cloud.control.approve(code.user_code)).toBe(true);
-    await until('paired', () => r.progress.some((p) => p.phase === 'paired'));
+    await untilAgent('paired', () => r.progress.some((p) => p.phase === 'paired'));
     const paired = r.progress.find((p) => p.phase === 'paired');
     expect(paired).toEqual({ phase: 'paired', verified: true, device: expect.objectContaining({ id: expect.any(String) }), warnings: [] });
     expect(r.progress.map((p) => p.phase)).toEqual(expect.arrayContaining(['code', 'verifying', 'paired']));
@@ -116,9 +117,9 @@ describe('DaemonPairing', () => {
   it('cancel() while waiting: a cancelled event, nothing stored; cancel() again says not pairing', async () => {
     const r = rig();
     await r.pairing.begin();
-    await until('waiting', () => r.progress.some((p) => p.phase === 'waiting'));
+    await untilAgent('waiting', () => r.progress.some((p) => p.phase === 'waiting'));
     expect(r.pairing.cancel()).toBe('cancelled');
-    await until('cancelled', () => r.progress.some((p) => p.phase === 'cancelled'));
+    await untilAgent('cancelled', () => r.progress.some((p) => p.phase === 'cancelled'));
     expect(r.pairing.cancel()).toBe('not-pairing');
     expect(existsSync(r.settings.tokenFile)).toBe(false);
     expect(r.installs).toEqual([]);
@@ -139,7 +140,7 @@ describe('DaemonPairing', () => {
     const r = rig();
     const code = await r.pairing.begin();
     cloud.control.approve(code.user_code);
-    await until('paired', () => r.progress.some((p) => p.phase === 'paired'));
+    await untilAgent('paired', () => r.progress.some((p) => p.phase === 'paired'));
     const token = r.installs[0]!.access_token;
     const out = await r.pairing.unpair(false);
     expect(out).toEqual({ revoked: true, removed: true, warnings: [] });
