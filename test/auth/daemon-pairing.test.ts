@@ -24,7 +24,7 @@ const origin = clock.now();
 let cloud: FakeCloud;
 const dirs: Array<() => void> = [];
 beforeAll(async () => {
-  cloud = await startFakeCloud({ devices: 0, clock: () => clock.now() - origin, setTimer: (fn, ms) => clock.setTimer(fn, ms), wallStart: clock.wallNow() });
+  cloud = await startFakeCloud({ devices: 0, clock: { now: () => clock.now() - origin, setTimer: (fn, ms) => clock.setTimer(fn, ms) }, wallStart: clock.wallNow() });
 });
 afterAll(async () => {
   await cloud?.close();
