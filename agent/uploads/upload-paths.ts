@@ -30,6 +30,14 @@ export interface UploadRoots {
   roots: string[];
   /** Channel folder names inside the media dir: a file in one is that channel's. */
   channelKeys?: readonly string[];
+  /**
+   * The agent's own dirs (state, runtime, config, credentials): nothing whose
+   * real path lies in one is queued or read, whatever a root resolves to.
+   * A root's real path is taken as it is at each check, so whoever may
+   * write the folder holding a root can put a link to the state dir in its
+   * place: credentials.json would then lie inside the root.
+   */
+  own?: readonly string[];
 }
 
 const inside = (root: string, p: string): string | undefined => {
@@ -65,17 +73,32 @@ async function whereOpen(fd: number, given: string, id: { dev: number; ino: numb
   }
 }
 
+/** The own dir (as configured) the file open at `where` lies in, by its real path now; undefined when none. */
+async function ownDirHolding(where: string, own: readonly string[]): Promise<string | undefined> {
+  for (const d of own) {
+    const real = await fs.realpath(d).catch(() => path.resolve(d));
+    if (where === real || inside(real, where) !== undefined) return d;
+  }
+  return undefined;
+}
+
 /**
  * The root check on a descriptor already open, made by the upload workers
  * before they read a byte of an attempt: the file it refers to must lie
  * inside the real path, now, of the root its path is under. The reason when
  * it does not; undefined when it does, and for a path under no root (queued
  * by `upload` without a daemon, from anywhere, by the agent's own user: the
- * local API and the media watcher queue only paths under a root).
+ * local API and the media watcher queue only paths under a root). Under a
+ * root or not, a file lying in one of the agent's own dirs (`own`) is refused.
  */
 export async function openedOutsideRoots(given: string, fd: number, id: { dev: number; ino: number }, r: UploadRoots): Promise<string | undefined> {
   const p = path.resolve(given);
   const root = r.roots.map((d) => path.resolve(d)).find((d) => inside(d, p) !== undefined);
+  const own = r.own ?? [];
+  if (root === undefined && own.length === 0) return undefined;
+  const where = await whereOpen(fd, p, id);
+  const mine = where === undefined ? undefined : await ownDirHolding(where, own);
+  if (mine !== undefined) return `${p} is one of the agent's own files (in ${mine}; a folder or link on its way leads there): never uploaded`;
   if (root === undefined) return undefined;
   let realRoot: string;
   try {
@@ -83,7 +106,6 @@ export async function openedOutsideRoots(given: string, fd: number, id: { dev: n
   } catch (err) {
     return `${root} cannot be resolved (${codeOf(err)})`;
   }
-  const where = await whereOpen(fd, p, id);
   if (where === undefined || inside(realRoot, where) === undefined) return `${p} leads out of ${root} (a folder or link on its way was changed)`;
   return undefined;
 }
@@ -138,7 +160,7 @@ export async function resolveUploadPath(input: string, r: UploadRoots): Promise<
     const names = linkRefusal(st);
     if (names !== undefined) return { ok: false, status: 403, reason: `${given} is ${names}` };
     // A folder on the way swapped for a link between the realpath above and the open.
-    const moved = await openedOutsideRoots(path.join(root, rel), handle.fd, st, { roots: [root] });
+    const moved = await openedOutsideRoots(path.join(root, rel), handle.fd, st, { roots: [root], ...(r.own !== undefined && { own: r.own }) });
     if (moved !== undefined) return { ok: false, status: 403, reason: moved };
     // Named under the root as configured (the media watcher's form), so one file is one path whichever way it came.
     const p = path.join(root, rel);
