@@ -8,7 +8,8 @@
 // unit's token-key (credentials-envelope.ts, credentials-systemd.ts). A file
 // that does not decrypt is "pair again" (77), never an internal error.
 import type { Stats } from 'node:fs';
-import { isMissing, READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
+import { isMissing, READ_LIMITS, readBoundedTextSync, TOO_LARGE } from '../lib/bounded-read.js';
+import { errnoOf } from '../lib/fs-errors.js';
 import { PAIR_ADVICE } from '../lib/advice.js';
 import { AgentError, configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
@@ -150,6 +151,11 @@ export function readStoredCredentials(settings: Pick<Settings, 'tokenFile' | 'cr
     text = readCredentialsText(file, settings.sources.tokenFile, warn);
   } catch (err) {
     if (isMissing(err)) return { state: 'absent' };
+    // Larger than anything this agent writes: with a token-key, a file altered like any other (77, not 78).
+    if (errnoOf(err) === TOO_LARGE) {
+      const key = tokenKeyOf(settings);
+      if (key !== undefined) return { state: 'unreadable', error: doesNotDecrypt(file, key) };
+    }
     throw err;
   }
   if (text.trim() === '') return { state: 'absent' };
@@ -182,8 +188,11 @@ export function readStoredCredentials(settings: Pick<Settings, 'tokenFile' | 'cr
   try {
     creds = parseCredentialsFile(plain, file);
   } catch (err) {
-    if (err instanceof AgentError) return { state: 'unreadable', error: err };
-    throw err;
+    if (!(err instanceof AgentError)) throw err;
+    // With a token-key the file is an envelope this agent sealed, or a valid file in clear from before the key:
+    // anything else in clear (not an object, a field of the wrong type) was altered, as a broken envelope is (77).
+    if (key !== undefined && plain === text) return { state: 'unreadable', error: doesNotDecrypt(file, key) };
+    return { state: 'unreadable', error: err };
   }
   if (creds === undefined) return { state: 'no-token' };
   if (key !== undefined && plain === text) creds.inClear = true;
