@@ -4,7 +4,9 @@
 // feature is one more unit here and nowhere else. Everything is built top to
 // bottom: a part that must reach another one built later publishes on the
 // event bus (core/event-bus.ts) instead of holding a reference to it.
+import path from 'node:path';
 import { getClientId } from '../auth/client-id.js';
+import { UNIT_CREDENTIALS_DIR } from '../auth/credentials-systemd.js';
 import { DaemonPairing } from '../auth/daemon-pairing.js';
 import { createServiceApi } from '../api/service.js';
 import type { Wire } from '../api/transport.js';
@@ -74,6 +76,21 @@ export interface DaemonUnits {
   pairing: DaemonPairing;
 }
 
+/**
+ * The agent's own dirs, whose files are never uploaded whatever a root resolves to (a root swapped
+ * for a link to the state dir would hold credentials.json): the state, runtime and credentials
+ * dirs and those of the config, token and client secret files. One that holds a configured root
+ * as written (a media dir inside the state dir) is left out, or that root could never upload.
+ */
+export function ownDirs(settings: Pick<Settings, 'stateDir' | 'runtimeDir' | 'credentialsDir' | 'configFile' | 'tokenFile' | 'clientSecretFile'>, roots: readonly string[]): string[] {
+  const dirs = [settings.stateDir, settings.runtimeDir, settings.credentialsDir ?? UNIT_CREDENTIALS_DIR, path.dirname(settings.configFile), path.dirname(settings.tokenFile), ...(settings.clientSecretFile === undefined ? [] : [path.dirname(settings.clientSecretFile)])].map((d) => path.resolve(d));
+  const holds = (dir: string, root: string): boolean => {
+    const rel = path.relative(dir, path.resolve(root));
+    return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+  };
+  return [...new Set(dirs)].filter((d) => !roots.some((r) => holds(d, r)));
+}
+
 export function buildUnits(i: UnitsInput): DaemonUnits {
   const { settings, clock, logger, bus } = i;
   const { api, tokens, controller } = i.core;
@@ -121,7 +138,8 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   const serverNow = (): number => clock.wallNow() + (api.lastMeta?.clockOffsetMs ?? 0);
   const channelId = async (key: string): Promise<string | undefined> => (await channelMap.load().catch(() => ({}) as Record<string, string>))[key];
   // Where files may be taken from by path: the local API's checks, again for a changed file before it goes once more, and on the descriptor each upload reads from.
-  const uploadRoots = { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys: specs.map((c) => c.key) };
+  const rootList = [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])];
+  const uploadRoots = { roots: rootList, channelKeys: specs.map((c) => c.key), own: ownDirs(settings, rootList) };
   // Where a cancel meets the moment an upload's last bytes go.
   const lastParts = new LastParts();
   const uploadWorker = new UploadWorker({

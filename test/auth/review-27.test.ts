@@ -115,8 +115,7 @@ describe('without a token-key: as before', () => {
 });
 
 describe('the unit', () => {
-  // Passes while the unit lacks the line (the finding); fails once LimitCORE=0 is added: drop `.failing` then.
-  test.failing('keeps core dumps off (LimitCORE=0): a heap-limit abort would write the tokens, the token-key and the client secret to disk in clear', () => {
+  test('keeps core dumps off (LimitCORE=0): a heap-limit abort would write the tokens, the token-key and the client secret to disk in clear', () => {
     const unit = readFileSync(path.join(import.meta.dirname, '../../systemd/c2c-agent.service'), 'utf8');
     expect(unit).toMatch(/^LimitCORE=0$/m);
   });

@@ -27,6 +27,7 @@ import { resolveUploadPath, type UploadRoots } from '../../agent/uploads/upload-
 import { UploadWorker } from '../../agent/uploads/upload-worker.js';
 import { NotTaken, nodeUploadFiles, openForUpload } from '../../agent/uploads/version-check.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { ownDirs } from '../../agent/daemon/units.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -59,13 +60,19 @@ const payloadOf = (file: string): UploadPayload => {
 };
 
 describe('a media dir replaced by a link to the state dir', () => {
-  it('with only the roots (what the daemon passes today): credentials.json passes every root check, since the root really resolves to the state dir now; only `own` can tell', async () => {
+  it('with only the roots: credentials.json passes every root check, since the root really resolves to the state dir now; only `own` can tell', async () => {
     const { media, swap } = place();
     swap();
     const roots: UploadRoots = { roots: [media] };
     expect(await resolveUploadPath('credentials.json', roots)).toMatchObject({ ok: true });
     const opened = await openForUpload(path.join(media, 'credentials.json'), nodeUploadFiles, roots);
     await opened.file.close();
+  });
+
+  it('the daemon gives its own dirs (state, runtime, credentials, config, token and secret files\' dirs), leaving out one that holds a root as configured', () => {
+    const settings = { stateDir: '/var/lib/c2c-agent', runtimeDir: '/run/c2c-agent', configFile: '/etc/c2c-agent/config.json', tokenFile: '/var/lib/c2c-agent/credentials.json', clientSecretFile: '/etc/c2c-agent/client-secret' };
+    expect(ownDirs(settings, ['/srv/media']).sort()).toEqual(['/etc/c2c-agent', '/run/c2c-agent', '/run/credentials/c2c-agent.service', '/var/lib/c2c-agent']);
+    expect(ownDirs({ ...settings, credentialsDir: '/run/creds' }, ['/var/lib/c2c-agent/media'])).toEqual(['/run/c2c-agent', '/run/creds', '/etc/c2c-agent']);
   });
 
   it('with the agent\'s own dirs given: refused when queued by hand (403) and when opened for an upload; clips still go', async () => {
