@@ -77,7 +77,7 @@ describe('the daemon in agent time: heartbeats through restarts and an outage', 
     await r.until('a heartbeat to restart after', () => ref().heartbeats > seen2, 5 * MINUTE);
     const lastAt = ref().heartbeatTimes.at(-1)!;
     await r.stop();
-    expect(r.notes.filter((n) => n === 'STOPPING=1')).toHaveLength(1);
+    expect(r.notes.filter((n) => n.text === 'STOPPING=1')).toHaveLength(1);
     r.start(env);
     await r.until('the restarted daemon heartbeats', () => ref().heartbeats > seen2 + 1, 5 * MINUTE);
     expect(ref().heartbeatTimes[seen2 + 1]! - lastAt).toBe(SPACING);

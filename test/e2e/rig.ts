@@ -15,9 +15,10 @@
 // What the rig leaves to the process suites: the bundle, signals and exit
 // codes, the lock, the socket seen from another process, systemd-notify and
 // the watchdog's real-time pings, the CLI's output.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { loadProfiles, selectProfile } from '../../agent/config/profiles.js';
 import { loadSettings } from '../../agent/config/settings.js';
 import type { Settings } from '../../agent/config/types.js';
@@ -27,6 +28,8 @@ import { buildDaemon, type Daemon } from '../../agent/daemon/daemon.js';
 import { readStatus } from '../../agent/daemon/runtime/status-file.js';
 import { createSystemdNotifier } from '../../agent/daemon/systemd/notify.js';
 import { createLogger } from '../../agent/lib/logger.js';
+import { apiRequest, type ApiReply } from '../../agent/localapi/client.js';
+import { apiSocketOf } from '../../agent/localapi/local-api-unit.js';
 import { startFakeCloud, type FakeCloud, type FakeCloudOptions, type InjectRequest, type JournalEntry, type SeededDevice } from '../fake-cloud/index.js';
 import { fleetWire, type WireStats } from '../fleet/wire.js';
 import { DeviceClock, derive, seeded, settle, VirtualClock, type Machine } from '../support/virtual-clock.js';
@@ -73,8 +76,8 @@ export class Rig {
   readonly lines: LogLine[] = [];
   /** Every request the daemons put on the wire, answered or not (a refused one never reaches the journal). */
   readonly sent: Array<{ t: number; method: string; path: string }> = [];
-  /** What each daemon told systemd (READY=1, STATUS=..., STOPPING=1), in order. */
-  readonly notes: string[] = [];
+  /** What each daemon told systemd (READY=1, STATUS=..., STOPPING=1), in order, with the agent time it was sent at. */
+  readonly notes: Array<{ at: number; gen: number; text: string }> = [];
   readonly root: string;
   readonly stateDir: string;
   readonly runtimeDir: string;
@@ -105,7 +108,8 @@ export class Rig {
     private readonly credentials: 'file' | 'env',
     lifetimeS: number,
   ) {
-    this.root = mkdtempSync(join(tmpdir(), 'c2c-e2e-'));
+    // tmpfs where there is one: the daemon fsyncs its records, and a rig waits for each (settle).
+    this.root = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'c2c-e2e-'));
     this.stateDir = join(this.root, 'state');
     this.runtimeDir = join(this.root, 'run');
     this.host = join(this.root, 'host');
@@ -180,7 +184,9 @@ export class Rig {
     });
     // The real notifier's queue and collapsing, with systemd-notify replaced by a list.
     const notifier = createSystemdNotifier({ NOTIFY_SOCKET: join(this.root, 'notify.sock') }, async (args) => {
-      if (clock.alive) this.notes.push(...args.filter((a) => !a.startsWith('--')));
+      // systemd-notify's arguments as the variables it sends: --ready is READY=1, --status=X is STATUS=X.
+      const vars = args.map((a) => (a === '--ready' ? 'READY=1' : a.startsWith('--status=') ? `STATUS=${a.slice(9)}` : a));
+      if (clock.alive) for (const text of vars) this.notes.push({ at: this.vc.now(), gen, text });
     });
     const daemon = buildDaemon({
       settings,
@@ -289,6 +295,41 @@ export class Rig {
   /** The fake's journal, of the rig's device (and storage requests), optionally one method and path. */
   entries(method?: string, path?: string): JournalEntry[] {
     return this.cloud.journal.filter((e) => (e.deviceId === this.device.id || e.deviceId === undefined) && (method === undefined || e.method === method) && (path === undefined || e.path === path));
+  }
+
+  /** The settings `run` is given for uploads from the rig's media dir (a clip holds still for `settleSeconds`). */
+  mediaEnv(settleSeconds = 1): Record<string, string> {
+    return {
+      C2C_MEDIA_DIR: this.media,
+      C2C_MEDIA_SETTLE_SECONDS: String(settleSeconds),
+      C2C_DELETE_AFTER_UPLOAD: 'false',
+      C2C_UPLOAD_ROOTS: join(this.root, 'outside'),
+    };
+  }
+
+  /**
+   * `size` random bytes at `rel` under the media dir, dated `ageMs` before
+   * the unit's wall clock (0: written now): a clip older than the settle time
+   * is taken at first sight. Written under another name and renamed, as a
+   * recorder does.
+   */
+  writeMedia(rel: string, size: number, ageMs = 0): Buffer {
+    const file = join(this.media, rel);
+    mkdirSync(dirname(file), { recursive: true });
+    const data = randomBytes(size);
+    const temp = join(dirname(file), `.${basename(file)}.writing`);
+    writeFileSync(temp, data);
+    const t = (WALL_START + this.vc.now() + this.machine.wallErrorMs - ageMs) / 1000;
+    utimesSync(temp, t, t);
+    renameSync(temp, file);
+    return data;
+  }
+
+  /** One request to the daemon's local API (its unix socket), as the CLI or a UI sends it; time stands still meanwhile. */
+  async api<T = unknown>(method: string, path: string, body?: unknown): Promise<ApiReply<T>> {
+    const reply = await apiRequest<T>(apiSocketOf(this.runtimeDir), method, path, body);
+    await settle();
+    return reply;
   }
 
   /** Makes `rel` exist under the host root (a device plugged in). */

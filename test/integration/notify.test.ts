@@ -1,6 +1,11 @@
 // The bundle under a stand-in for systemd: NOTIFY_SOCKET and WATCHDOG_USEC
 // set as PID 1 sets them for Type=notify, with the real systemd-notify. What
 // arrives on the socket is what `systemctl status` and the watchdog would see.
+// A process because that is what is judged: the environment systemd gives a
+// process, a child per message, datagrams on a socket, the watchdog's REAL-time
+// interval, SIGTERM's exit code. Outcomes only: a loaded machine may ping less
+// often, never more. What the lines say, and when, is judged in agent time by
+// the daemon in-process (test/e2e/notify.test.ts).
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { join } from 'node:path';
 import { type FakeCloud } from '../fake-cloud/index.js';
@@ -45,24 +50,16 @@ describe('c2c-agent run under systemd (Type=notify, WatchdogSec)', () => {
 
     try {
       await waitFor('READY=1', () => vars().includes('READY=1'), 10_000);
-      // Every online line names the unit and its project; one published while a heartbeat is in flight
-      // (on a loaded machine, often the first) has no next heartbeat yet, the others say when.
-      const scheduled = await waitFor('an online STATUS= with the next heartbeat', () => vars().find((v) => v.startsWith('STATUS=online') && v.includes('; next heartbeat in ')), 10_000);
-      expect(scheduled).toMatch(new RegExp(`^STATUS=online; ${device.name} in project ${device.projectName}; next heartbeat in \\d+(m\\d{2})?s$`));
-      for (const line of vars().filter((v) => v.startsWith('STATUS=online'))) {
-        expect(line).toMatch(new RegExp(`^STATUS=online; ${device.name} in project ${device.projectName}(; next heartbeat in \\d+(m\\d{2})?s)?$`));
-      }
+      await waitFor('an online STATUS= line naming the unit', () => vars().some((v) => v.startsWith(`STATUS=online; ${device.name} in project ${device.projectName}`)), 10_000);
 
+      // WatchdogSec=1s: a ping every 0.5 s of real time. Agent time (60 times faster here) must not
+      // drive the interval: over the wait for two more pings, never more than real time allows.
       const pingsAt = (): number => vars().filter((v) => v === 'WATCHDOG=1').length;
       const before = pingsAt();
       const t0 = Date.now();
-      await new Promise((r) => setTimeout(r, 2_000));
-      const pings = pingsAt() - before;
+      await waitFor('two watchdog pings', () => pingsAt() >= before + 2, 10_000, 10);
       const elapsed = (Date.now() - t0) / 1000;
-      // 2 s of real time at one ping per 0.5 s: about 4. Agent time (120 s
-      // here) must not drive the interval, which would give ~240.
-      expect(pings).toBeGreaterThanOrEqual(2);
-      expect(pings).toBeLessThanOrEqual(Math.ceil(elapsed / 0.5) + 1);
+      expect(pingsAt() - before).toBeLessThanOrEqual(Math.ceil(elapsed / 0.5) + 1);
 
       agent.child.kill('SIGTERM');
       expect(await agent.exited).toEqual({ code: 0, signal: null });

@@ -25,12 +25,11 @@ export const SOAK_FIGURES = {
   channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 12, full: 90, what: 'SIGKILLs aimed at outbox writes and channel calls (channels-crash-online.test.ts)' },
   uploadKills: { variable: 'C2C_SOAK_UPLOAD_KILLS', quick: 12, full: 100, what: 'SIGKILLs during uploads of 15 clips (uploads-crash.test.ts)' },
   refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 15, full: 100, what: 'token refreshes with SIGKILLs aimed at them (refresh-crash.test.ts)' },
-  rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 3, full: 24, what: 'agent hours of token rotation (refresh.test.ts)' },
-  rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 1, what: 'the token lifetime in the rotation, hours (refresh.test.ts)' },
+  rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 6, full: 168, what: 'agent hours of token rotation, the daemon in-process (e2e/refresh.test.ts)' },
+  rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 8, what: 'the token lifetime in the rotation, hours (e2e/refresh.test.ts)' },
   propertyRuns: { variable: 'C2C_SOAK_PROPERTY_RUNS', quick: 10, full: 30, what: 'runs of 120 simulated hours of faults, restarts and clock jumps (heartbeat-property.test.ts)' },
   propertyControllerRuns: { variable: 'C2C_SOAK_PROPERTY_CONTROLLER_RUNS', quick: 4, full: 12, what: 'runs of 120 simulated hours with the controller driving (heartbeat-property.test.ts)' },
   powerCuts: { variable: 'C2C_SOAK_POWER_CUTS', quick: 12, full: 60, what: 'power cuts (a copy of the card image at a SIGKILL) across pairing, refreshes, queueing and uploads (powercut.test.ts)' },
-  rotationScale: { variable: 'C2C_SOAK_ROTATION_SCALE', quick: 500, full: 500, what: 'the rotation\'s --time-scale (refresh.test.ts)' },
 } as const satisfies Record<string, SoakFigure>;
 
 export type SoakFigureName = keyof typeof SOAK_FIGURES;
@@ -82,6 +81,3 @@ export function soak<N extends SoakFigureName>(test: string, names: readonly N[]
   console.log(`soak ${test}: ${shown}${o.random ? `; seed ${seed} (C2C_SOAK_SEED=${seed} draws the same moments)` : ''}`);
   return { seed, random: seeded(seed), figures, figure: (n: N) => figures[n] };
 }
-
-/** C2C_SOAK_STRICT_REFEREE=1: the rotation judges every heartbeat gap, as heartbeat.test.ts does at scale 60. */
-export const soakStrictReferee = (env: NodeJS.ProcessEnv = process.env): boolean => env.C2C_SOAK_STRICT_REFEREE === '1';

@@ -13,6 +13,7 @@
 //   own with a wall clock beside it.
 //
 // `settle` is what "over" means; see its comment.
+import { setImmediate as nextTurn } from 'node:timers';
 import type { Clock, Timer } from '../../agent/lib/clock.js';
 import { seeded } from './seeded.js';
 export { seeded };
@@ -245,42 +246,40 @@ export class DeviceClock implements Clock {
 }
 
 /**
- * Work node does for this process off its thread and that the tests can see:
- * file-system requests (callback and promise APIs, a FileHandle's close) and
- * handle closes. An idle open FileHandle, a watch or a socket is not listed
- * by node, only a request in flight. (crypto and zlib jobs are not listed at
- * all; the agent uses only their synchronous forms.)
+ * Work under way that node lists (process.getActiveResourcesInfo()):
+ * file-system requests (callback and promise APIs, a FileHandle's close),
+ * handle closes, and a setImmediate not yet run. An idle open FileHandle, a
+ * watch or a socket is not listed, only a request in flight. (crypto and zlib
+ * jobs are not listed at all; the agent uses only their synchronous forms.)
  */
-const IN_FLIGHT = /^(FSReq|FileHandle|CloseReq)/;
-
-/** Rounds of the event loop with nothing in flight that make "over". */
-const QUIET_ROUNDS = 2;
+const IN_FLIGHT = /^(FSReq|FileHandle|CloseReq|Immediate$)/;
 
 /**
  * Everything a fired timer started is over: its promise chains, the file I/O
- * they wait on, and what that I/O's callbacks start in turn. Each round is
- * one turn of the event loop (a setImmediate: every microtask and nextTick
- * before it has run, and the poll phase has delivered what the thread pool
- * and the kernel finished, fs.watch events among them). It ends after
- * QUIET_ROUNDS rounds in a row with no request in flight (IN_FLIGHT): one
- * round could end between an fs callback and the setImmediate its code queues.
+ * they wait on, and what that I/O's callbacks start in turn. One round is one
+ * turn of the event loop: a setImmediate, so every microtask and nextTick
+ * queued before it has run, and the poll phase has delivered what the thread
+ * pool and the kernel finished (fs.watch events among them). It ends after
+ * the first round that leaves nothing in flight (IN_FLIGHT): no request of
+ * the thread pool, and no setImmediate a callback of this round queued behind
+ * ours. An idle timer (most are) costs one round.
  *
  * What it cannot see, and why that is fine here: a promise waiting on a
  * virtual timer (the clock moving is what ends it), and sockets (the daemon
  * in-process talks to the fake cloud over a wire, not a socket; a test that
  * uses the local API's socket awaits its own answers).
+ *
+ * node:timers' setImmediate, not the global one: under jest the global is a
+ * wrapper that costs twice as much per turn, and a rig takes thousands.
  */
 export async function settle(): Promise<void> {
-  let quiet = 0;
-  while (quiet < QUIET_ROUNDS) {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    quiet = process.getActiveResourcesInfo().some((r) => IN_FLIGHT.test(r)) ? 0 : quiet + 1;
-  }
+  do await new Promise<void>((resolve) => nextTurn(resolve));
+  while (process.getActiveResourcesInfo().some((r) => IN_FLIGHT.test(r)));
 }
 
 /** A few turns of the event loop: the unit tests' settle (FakeClock), for promise chains with no real I/O. */
 export async function flushMicrotasks(): Promise<void> {
-  for (let i = 0; i < 5; i++) await new Promise<void>((r) => setImmediate(r));
+  for (let i = 0; i < 5; i++) await new Promise<void>((r) => nextTurn(r));
 }
 
 /** A seed derived from a base seed and labels, so each unit and process draws its own stream. */
