@@ -7,6 +7,7 @@ import { describe, expect, it } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from './agent-process.js';
+import { agentTimeMark } from './agent-time.js';
 import { cli, type CliResult } from './channels-harness.js';
 import { assetsNamed, completeNamed, startUploadAgent, storagePuts, storedProblems, uploadQueue, useUploadRigs, writeMedia } from './uploads-harness.js';
 
@@ -62,8 +63,10 @@ describe('cancel, priority and prefs', () => {
     // Auto-upload off: a clip in the media dir is left alone until it is on again.
     expect(await run(['prefs', 'autoUpload=off'])).toMatchObject({ exitCode: 0, json: { prefs: { autoUpload: false }, changed: ['autoUpload'] } });
     expect(await run(['prefs', 'autoUpload=off'])).toMatchObject({ exitCode: 0, json: { changed: [] } });
+    const heldAt = agentTimeMark(rig.cloud);
     const held = writeMedia(join(rig.media, 'held.mp4'), 300_000, HOUR);
-    await new Promise((r) => setTimeout(r, 1_500));
+    // A minute and more of the daemon's time: its media rescans (every 5 agent s) found the clip and held it.
+    await heldAt.passed('held.mp4 written');
     expect(assetsNamed(rig.cloud, 'held.mp4')).toEqual([]);
     const bad = await run(['prefs', 'autoUpload=maybe']);
     expect(bad.exitCode).toBe(64);
@@ -108,7 +111,9 @@ describe('cancel, priority and prefs', () => {
     // Auto-upload on again: the held clip goes.
     expect(await run(['prefs', 'autoUpload=on'])).toMatchObject({ exitCode: 0, json: { prefs: { autoUpload: true } } });
     await waitFor('held.mp4 stored', () => storedProblems(rig.cloud, 'held.mp4', held).length === 0, 20_000, 50);
-    await new Promise((r) => setTimeout(r, 2_000));
+    const storedAt = agentTimeMark(rig.cloud);
+    // A minute and more of the daemon's time with storage answering at once: a.mp4 would have gone on by now.
+    await storedAt.passed('held.mp4 stored');
     expect(completeNamed(rig.cloud, 'a.mp4')).toEqual([]);
     expect(storagePuts(rig.cloud, assetsNamed(rig.cloud, 'a.mp4')[0]!.id).length).toBeLessThanOrEqual(putsAtCancel + 1);
     expect(storedProblems(rig.cloud, 'a.mp4', a).length).toBeGreaterThan(0);

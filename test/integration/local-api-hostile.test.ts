@@ -8,10 +8,11 @@
 import { describe, expect, it } from '@jest/globals';
 import http from 'node:http';
 import net from 'node:net';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LOCAL_API } from '../../agent/lib/timing.js';
 import { startAgent, waitFor } from './agent-process.js';
+import { agentTimeMark } from './agent-time.js';
 import { startUploadAgent, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
@@ -50,16 +51,20 @@ function raw(socketPath: string, data: string | Buffer, waitMs = 3_000): Promise
 }
 
 const rssKiB = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+const fdCount = (pid: number): number => readdirSync(`/proc/${pid}/fd`).length;
 
 describe('local API: hostile clients', () => {
   it('each is refused or dropped; the heartbeat, other clients and memory are unaffected', async () => {
     const rig = await rigUp();
     const agent = startUploadAgent(rig);
+    const started = agentTimeMark(rig.cloud);
     await online(rig, agent);
     const sock = join(rig.dirs.runtimeDir, 'api.sock');
     expect((await get(sock, '/v1/status')).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 1_000));
+    // The baseline once the daemon has settled into its rounds: a heartbeat after its first.
+    await started.passed('the start');
     const rssBefore = rssKiB(agent.pid);
+    const fdsBefore = fdCount(agent.pid);
 
     // A well-behaved reader of the stream, for the whole attack.
     const lines: Array<Record<string, unknown>> = [];
@@ -133,7 +138,8 @@ describe('local API: hostile clients', () => {
     for (const s of idle) s.destroy();
     stuck.destroy();
     flood.destroy();
-    await new Promise((r) => setTimeout(r, 2_000));
+    // The daemon has closed its ends of them all: no more descriptors than before the attack, and the good reader's.
+    await waitFor('the hostile connections closed at the daemon', () => fdCount(agent.pid) <= fdsBefore + 1, 20_000, 50);
     expect((await get(sock, '/v1/status')).status).toBe(200);
     const rssAfter = rssKiB(agent.pid);
     // Memory: back within a few MiB of where it was (V8 keeps some of what it grew).

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { waitFor } from './agent-process.js';
 import { cli } from './channels-harness.js';
-import { sleepReal } from './refresh-harness.js';
+import { agentTimeMark } from './agent-time.js';
 import { agentWarnings, describeAssets, startUploadAgent, storedProblems, typeOf, useUploadRigs, writeMedia } from './uploads-harness.js';
 
 const SCALE = 60;
@@ -21,9 +21,10 @@ describe('a media dir that does not exist yet', () => {
     const rig = await rigUp();
     const media = join(rig.dirs.root, 'no', 'such', 'dir');
     const agent = startUploadAgent({ ...rig, media });
+    const onlineAt = agentTimeMark(rig.cloud);
     await online(rig, agent);
-    // A dozen looks (every 5 agent s) while it is missing: still one warning.
-    await sleepReal(1_200);
+    // A minute and more of the daemon's time, a dozen looks (every 5 agent s) while it is missing: still one warning.
+    await onlineAt.passed('online');
     const missingWarnings = (): unknown[] => agent.lines().filter((l) => typeof l.msg === 'string' && l.msg.includes('does not exist: nothing is uploaded from it until it does'));
     expect(missingWarnings()).toHaveLength(1);
     expect(missingWarnings()[0]).toMatchObject({ level: 40, dir: media });

@@ -9,6 +9,7 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Screen } from '../support/screen.js';
+import { until } from '../support/until.js';
 import { ensureBuilt, ROOT } from './agent-process.js';
 
 beforeAll(ensureBuilt, 120_000);
@@ -68,12 +69,10 @@ function processesWith(marker: string): number[] {
   return pids;
 }
 
-/** The processes of the run still there after a few seconds (SIGKILLed ones take a moment); those found are then ended, so a failure leaves nothing either. */
+/** The processes of the run still there once none is left or 5 s passed (SIGKILLed ones take a moment); those found are then ended, so a failure leaves nothing either. */
 async function noneLeft(marker: string): Promise<number[]> {
-  for (let i = 0; i < 50; i++) {
-    if (processesWith(marker).length === 0) return [];
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const gone = await until('no process of the run', () => processesWith(marker).length === 0, { hangMs: 5_000, everyMs: 100 }).then(() => true, () => false);
+  if (gone) return [];
   const left = processesWith(marker);
   for (const pid of left) process.kill(pid, 'SIGKILL');
   return left;

@@ -20,9 +20,8 @@ describe('c2c-agent run and the state dir', () => {
     const agent = startAgent({ apiUrl: cloud.url, dirs, timeScale: SCALE, env: { C2C_FIRMWARE_VERSION: '2.1.0' } });
     const ok = (): number => cloud.referee(device.id).successfulHeartbeats;
     try {
-      // Start-up is over with the first heartbeat answered (and its record written).
-      await waitFor('the first heartbeat', () => ok() >= 1, 15_000);
-      await new Promise((r) => setTimeout(r, 300));
+      // Start-up is over by the second heartbeat: armed once the first was answered and its record written.
+      await waitFor('the second heartbeat', () => ok() >= 2, 15_000);
       const state = treeSnapshot(dirs.stateDir);
       const runtime = treeSnapshot(dirs.runtimeDir);
       const first = ok();

@@ -19,6 +19,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { waitFor } from './agent-process.js';
+import { agentTimeMark } from './agent-time.js';
 import { cli } from './channels-harness.js';
 import type { RefreshingAgent } from './refresh-harness.js';
 import {
@@ -253,8 +254,8 @@ describe('cause 8: media-dir entries the agent does not take are said once and l
       return expected.every((e) => s.some((x) => x.name === e.name)) ? s : undefined;
     }, 20_000, 100);
     for (const e of expected) expect({ name: e.name, reason: listed.find((x) => x.name === e.name)?.reason }).toEqual({ name: e.name, reason: expect.stringMatching(e.reason) });
-    // Several rescans later each is still said once.
-    await new Promise((r) => setTimeout(r, 600));
+    // Several rescans (every 5 agent s) later, a minute and more of the daemon's time, each is still said once.
+    await agentTimeMark(rig.cloud).passed('every entry listed');
     const skippedLines = warnLines(agent).filter((l) => /will not upload/.test(String(l.msg)));
     for (const e of expected) {
       const mine = skippedLines.filter((l) => String(l.msg).includes(`will not upload '${JSON.stringify(e.name).slice(1, -1)}'`));
