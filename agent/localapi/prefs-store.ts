@@ -61,6 +61,8 @@ export class PrefsStore implements DaemonUnit {
   private lastWriteAt = -Infinity;
   /** The write of a change made within a second of the last write, armed for the end of that second. */
   private flushTimer: Timer | undefined;
+  /** A change is in effect that was not written yet (only then does a flush, or stop(), write). */
+  private pending = false;
   private readonly write: typeof writeFileAtomic;
 
   constructor(private readonly d: PrefsStoreDeps) {
@@ -161,7 +163,10 @@ export class PrefsStore implements DaemonUnit {
     this.current = next;
     this.d.logger?.info({ prefs: next }, 'preferences changed');
     this.d.bus.emit('prefsChanged', { prefs: this.prefs() });
-    if (!due) this.flushSoon();
+    if (!due) {
+      this.pending = true;
+      this.flushSoon();
+    }
     return this.prefs();
   }
 
@@ -177,7 +182,8 @@ export class PrefsStore implements DaemonUnit {
 
   /** Writes the value in effect when flash holds another; a refusal is logged (the value stays in effect) and tried again at the next change or at stop. */
   private async flush(): Promise<void> {
-    if (fileText(this.current) === this.onFlash) return;
+    // Nothing changed since the last write: the defaults are never written just because the daemon stops.
+    if (!this.pending || fileText(this.current) === this.onFlash) return;
     try {
       await this.writeNow(this.current);
     } catch (err) {
@@ -190,6 +196,7 @@ export class PrefsStore implements DaemonUnit {
     const text = fileText(p);
     await this.write(this.file, text, { mode: 0o600 });
     this.onFlash = text;
+    this.pending = false;
     this.lastWriteAt = at;
   }
 }

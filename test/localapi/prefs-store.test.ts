@@ -54,6 +54,17 @@ describe('PrefsStore', () => {
     expect(statSync(file, { throwIfNoEntry: false })).toBeUndefined();
   });
 
+  it('a start and a stop with nothing changed write nothing (no file appears; one not ours is left as it is)', async () => {
+    const { s, file, writes } = store();
+    await s.stop();
+    expect(writes).toEqual([]);
+    expect(statSync(file, { throwIfNoEntry: false })).toBeUndefined();
+    const other = store('{"autoUpload": false, "x": 1}');
+    await other.s.stop();
+    expect(other.writes).toEqual([]);
+    expect(readFileSync(other.file, 'utf8')).toBe('{"autoUpload": false, "x": 1}');
+  });
+
   it('a change is written (0600) and published; the same value again writes and publishes nothing', async () => {
     const { s, file, seen, dir } = store();
     expect(await s.update({ autoUpload: false })).toEqual({ autoUpload: false });
