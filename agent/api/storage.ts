@@ -17,6 +17,7 @@ import { IDLE_SOCKET_MS } from './transport.js';
 import { dropIdleSockets, dropSocketsOn, probeWhileWaiting } from './sockets.js';
 import { httpsAgent, type ExtraCas } from './trust.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
+import type { Wire } from './wire.js';
 
 export type { FileSlice };
 
@@ -38,6 +39,12 @@ export interface StorageClientOptions {
   userAgent?: string;
   /** CAs trusted besides the system's (the caFile setting). */
   extraCas?: ExtraCas | undefined;
+  /**
+   * Replaces the HTTP exchange, as the transport's does (wire.ts; the daemon
+   * in-process with the fake cloud): the body read whole, then one PUT whose
+   * path is the URL's path and query. Production never sets it.
+   */
+  wire?: Wire;
 }
 
 export interface ChunkPut {
@@ -185,6 +192,60 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
     return url;
   }
 
+  /** The chunk's bytes, whole: a slice read through the pool (each buffer copied), a stream to its end, checked against the length. */
+  async function wholeBody(chunk: ChunkPut, what: string): Promise<Buffer> {
+    const { length } = chunk;
+    if (Buffer.isBuffer(chunk.body)) return chunk.body;
+    const parts: Buffer[] = [];
+    let seen = 0;
+    try {
+      const source: AsyncIterable<Buffer | string> = isFileSlice(chunk.body) ? readFileSlice(chunk.body, length, buffers) : (chunk.body as AsyncIterable<Buffer | string>);
+      for await (const b of source) {
+        const copy = Buffer.from(b);
+        seen += copy.length;
+        if (seen > length) throw new AgentError('internal', oneLine(`${what}: the body is longer than the ${length} bytes declared`), { source: what });
+        parts.push(copy);
+      }
+    } catch (err) {
+      if (isStream(chunk.body)) chunk.body.destroy?.();
+      if (err instanceof AgentError) throw err;
+      const message = err instanceof SliceReadError ? err.message : `reading the chunk failed (${String((err as { code?: unknown }).code ?? err)})`;
+      throw new AgentError('internal', oneLine(`${what}: ${message}`), { source: what });
+    }
+    if (seen !== length) throw new AgentError('internal', oneLine(`${what}: the body ended after ${seen} of the ${length} bytes declared`), { source: what });
+    return Buffer.concat(parts, length);
+  }
+
+  /** One PUT over the wire: the same checks of the answer, no sockets. */
+  async function putOverWire(wire: Wire, url: URL, chunk: ChunkPut): Promise<{ status: number; etag?: string }> {
+    const what = describe(url);
+    const { length, signal } = chunk;
+    const body = await wholeBody(chunk, what);
+    if (signal?.aborted) throw signal.reason;
+    const exchange = wire({
+      method: 'PUT',
+      path: `${url.pathname}${url.search}`,
+      headers: { 'user-agent': options.userAgent ?? 'c2c-agent', 'content-type': chunk.contentType, 'content-length': String(length), 'x-amz-acl': 'private' },
+      body,
+      timeoutMs: responseMs,
+      ...(signal !== undefined && { signal }),
+    });
+    // Handed over whole: every byte is on its way.
+    chunk.onProgress?.(length);
+    let res;
+    try {
+      res = await exchange;
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw networkError(what, err, responseMs, clock.wallNow());
+    }
+    if (res.status >= 200 && res.status <= 299) {
+      const etag = header(res.headers, 'etag');
+      return { status: res.status, ...(etag !== undefined ? { etag } : {}) };
+    }
+    throw storageError(url, res.status, res.headers, res.body.subarray(0, MAX_ERROR_BODY_BYTES), clock.wallNow());
+  }
+
   async function put(chunk: ChunkPut): Promise<{ status: number; etag?: string }> {
     let url: URL;
     try {
@@ -194,6 +255,7 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
       if (isStream(chunk.body)) chunk.body.destroy?.();
       throw err;
     }
+    if (options.wire !== undefined) return putOverWire(options.wire, url, chunk);
     const what = describe(url);
     const { length, signal } = chunk;
     let bodyFault: AgentError | undefined;

@@ -65,7 +65,7 @@ export interface UnitsInput {
   bootId: string;
   onStatusWriteError: (err: unknown) => void;
   agentVersion: string;
-  /** Replaces the HTTP exchange with the service, as the core's does (daemon.ts); production never sets it. */
+  /** Replaces the HTTP exchange with the service and storage, as the core's does (daemon.ts); production never sets it. */
   wire?: Wire;
 }
 
@@ -125,7 +125,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
 
   const queueDir = queueDirOf(settings.stateDir);
   const outbox = new Outbox({ dir: queueDir, clock, bootId: i.bootId, capBytes: settings.queueMaxBytes, logger });
-  const storage = createStorageClient({ clock, logger, extraCas: settings.extraCas });
+  const storage = createStorageClient({ clock, logger, extraCas: settings.extraCas, ...(i.wire !== undefined && { wire: i.wire }) });
   const index = new UploadedIndex(settings.stateDir, { logger });
   const win = settings.uploadWindow;
   const window =

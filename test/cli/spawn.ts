@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { ROOT } from './bundle.js';
+import { childEnv } from '../support/child-env.js';
 
 export interface RunResult {
   status: number | null;
@@ -19,9 +20,9 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
-/** A minimal environment: nothing from the host's C2C_* or /etc/c2c-agent leaks in. */
+/** A minimal child environment (test/support/child-env.ts, PATH alone) with an empty config file: nothing from the host's C2C_* or /etc/c2c-agent leaks in. */
 export function baseEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', C2C_CONFIG: path.join(ROOT, 'test/cli/fixtures/empty-config.json'), ...extra };
+  return childEnv({ C2C_CONFIG: path.join(ROOT, 'test/cli/fixtures/empty-config.json'), ...extra }, { inherit: false });
 }
 
 export function runBundle(file: string, args: string[], opts: RunOptions = {}): Promise<RunResult> {

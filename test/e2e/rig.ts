@@ -247,7 +247,7 @@ export class Rig {
         done = true;
       },
     );
-    await this.vc.until('the daemon stopped', () => done, limitMs);
+    await this.vc.advanceUntil('the daemon stopped', () => done, limitMs);
     r.clock.kill();
     if (failed !== undefined) throw failed;
   }
@@ -267,10 +267,14 @@ export class Rig {
     if (t > this.vc.now()) await this.vc.runUntil(t);
   }
 
-  /** Moves agent time until `done()` holds; the time it held. Fails with the daemon's last lines after `limitMs` of agent time. */
+  /**
+   * Moves agent time until `done()` holds, timer by timer (VirtualClock.advanceUntil: no real time,
+   * no step size; test/support/until.ts is the wait for real I/O); the time it first held. Fails with
+   * the daemon's last lines after `limitMs` of agent time.
+   */
   async until(what: string, done: () => boolean, limitMs: number): Promise<number> {
     try {
-      return await this.vc.until(what, done, limitMs);
+      return await this.vc.advanceUntil(what, done, limitMs);
     } catch (err) {
       throw new Error(`${(err as Error).message}\n${this.tail()}`, { cause: err });
     }

@@ -6,6 +6,8 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createPrivateKey, createPublicKey, X509Certificate } from 'node:crypto';
 import { readStatus } from '../../agent/daemon/runtime/status-file.js';
+import { until } from '../support/until.js';
+import { childEnv } from '../support/child-env.js';
 import { makeCa, type Issuer } from '../fake-cloud/certs.js';
 import { startFakeCloud, type FakeCloud, type FakeCloudOptions } from '../fake-cloud/index.js';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -139,13 +141,9 @@ export function cloudFetch(url: string, init: { method?: string; headers?: Recor
   });
 }
 
-/** An environment with none of the developer's C2C_* settings leaking in, trusting the run's CA. */
+/** A child's environment (test/support/child-env.ts) trusting the run's CA. */
 export function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!k.startsWith('C2C_') && k !== 'NOTIFY_SOCKET' && !k.startsWith('WATCHDOG_') && k !== 'NODE_OPTIONS') env[k] = v;
-  }
-  return { ...env, NODE_EXTRA_CA_CERTS: testCertificateAuthority().file, ...extra };
+  return childEnv({ NODE_EXTRA_CA_CERTS: testCertificateAuthority().file, ...extra });
 }
 
 export interface AgentDirs {
@@ -289,12 +287,7 @@ export function treeSnapshot(dir: string): Record<string, { size: number; mtimeM
   return out;
 }
 
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 20): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/** The one wait (test/support/until.ts) in the process suites' order of arguments: real I/O looked at every `everyMs`, hung after `timeoutMs`. */
+export function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs: number, everyMs = 20): Promise<T> {
+  return until(what, probe, { hangMs: timeoutMs, everyMs });
 }

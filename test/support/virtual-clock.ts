@@ -120,7 +120,7 @@ export class VirtualClock {
    * when `limitMs` of virtual time passes first. The condition is looked at
    * before time moves and after every timer.
    */
-  async until(what: string, done: () => boolean, limitMs: number, settleFn: () => Promise<void> = settle): Promise<number> {
+  async advanceUntil(what: string, done: () => boolean, limitMs: number, settleFn: () => Promise<void> = settle): Promise<number> {
     const end = this.t + limitMs;
     await settleFn();
     for (;;) {
