@@ -13,14 +13,16 @@ import { join } from 'node:path';
 import { waitFor, cloudFetch } from './agent-process.js';
 import { sleepReal } from './refresh-harness.js';
 import { soak } from '../support/soak.js';
+import { notHung } from '../support/until.js';
 import { CONNECT_PATH, KEYS, cli, indexesAtService, plug, serviceChannels, startChannelAgent, tempFiles, unplug, useChannelRigs, type ChannelKey } from './channels-harness.js';
 import { CONF_TEMP, QueueTracker, convergeAndAudit, hardwareChaos, queueShape } from './channels-crash-tracker.js';
 
 const SCALE = 300;
 const { figure, random } = soak('channels through kills, service answering', ['channelOnlineKills']);
 const KILLS = figure('channelOnlineKills');
-/** About 0.9 real s per kill on a quiet machine; a bound against a hang, not a speed test. */
-const BUDGET_MS = Math.max(60_000, KILLS * 3_000);
+/** About 0.9 real s a kill on a quiet machine: a kill's step still going after a minute hung (a bound against a hang, not a speed test). */
+const STEP_HANG_MS = 60_000;
+// The test's own timeout, 20 real s a kill on average and the last phase's bounds: a hang's last resort.
 const FINAL: ChannelKey[] = ['video', 'timecode'];
 
 const rigAt = useChannelRigs();
@@ -37,8 +39,7 @@ describe('channels through SIGKILLs while the service answers', () => {
     plug(rig, 'audio');
     const chaos = hardwareChaos(rig, random);
     try {
-      for (let i = 1; i <= KILLS; i++) {
-        if (Date.now() - t0 > BUDGET_MS) throw new Error(`only ${tracker.kills} kills in ${BUDGET_MS} ms: ${JSON.stringify(stats)}`);
+      for (let i = 1; i <= KILLS; i++) await notHung(`kill ${i}`, STEP_HANG_MS, async () => {
         const agent = startChannelAgent(rig);
         const alive = (): boolean => agent.child.exitCode !== null;
         const mode = i % 3;
@@ -59,7 +60,7 @@ describe('channels through SIGKILLs while the service answers', () => {
           if (random() < 0.5) await sleepReal(random() * 3);
         }
         await tracker.kill9(agent, `kill ${i}`);
-      }
+      }, () => JSON.stringify({ kills: tracker.kills, ...stats }));
     } finally {
       stats.toggles = await chaos.stop();
     }
@@ -70,7 +71,7 @@ describe('channels through SIGKILLs while the service answers', () => {
     const audit = await convergeAndAudit(rig, tracker, FINAL, last);
     console.log(JSON.stringify({ kills: tracker.kills, startedBeforeKill: tracker.startedBeforeKill, ...stats, realS: (Date.now() - t0) / 1000, crashPhaseS, ...audit }));
     expect(tracker.kills).toBe(KILLS);
-  }, BUDGET_MS + 60_000);
+  }, KILLS * 20_000 + 180_000);
 
   // AGENT BUG (agent/channels/channel-map.ts, ChannelMapStore.save -> conf -> atomically.writeFileSync;
   // agent/daemon/main.ts sweeps only the runtime dir and the credentials' temps): the channel record is

@@ -38,3 +38,21 @@ export async function until<T>(what: string, probe: () => T | undefined | false 
     }
   }
 }
+
+/**
+ * `step()`'s result, or a failure saying it hung once it has run `hangMs`
+ * real ms: a bound against a hang (a child that never exits, a wait with no
+ * end) inside a soak or crash suite, never a speed test. Generous: a loaded
+ * machine is slow, not hung. `detail` adds what the suite knows (its figures).
+ */
+export async function notHung<T>(what: string, hangMs: number, step: () => Promise<T>, detail?: () => string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`hung: ${what} not over after ${hangMs / 1000} real s${detail ? `; ${detail()}` : ''}`)), hangMs);
+  });
+  try {
+    return await Promise.race([step(), hung]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
