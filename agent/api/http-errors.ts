@@ -233,6 +233,16 @@ export function certificateDatesError(what: string, code: string, offsetMs: numb
   });
 }
 
+/**
+ * A reset on an http:// URL, before any answer: what a TLS server does with
+ * plain HTTP (node's among them; nginx answers 400 instead). "Check the
+ * network" would send a person the wrong way.
+ */
+export function resetOnPlainHttp(e: AgentError): AgentError {
+  if (e.kind !== 'network' || e.details.code !== 'ECONNRESET') return e;
+  return new AgentError(e.kind, e.message.replace(/; check the network and the API URL$/, '; this server may speak HTTPS (TLS): the API URL must then start with https://'), e.details);
+}
+
 /** A request that never produced a usable HTTP answer. `localWallMs`: this unit's wall time (the Clock's wallNow()), what a certificate's dates are held against. */
 export function networkError(what: string, err: unknown, timeoutMs: number, localWallMs: number): AgentError {
   const e = (err ?? {}) as { code?: unknown; name?: unknown; event?: unknown; message?: unknown };

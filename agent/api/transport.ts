@@ -12,7 +12,7 @@ import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import { CLOCK_CHECK_REUSE_MS, CLOCK_CHECK_TIMEOUT_MS, CLOCK_WRONG_MS, CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
-import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, networkError, refuseInterim, unexpectedAnswer } from './http-errors.js';
+import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, networkError, refuseInterim, resetOnPlainHttp, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
@@ -132,6 +132,7 @@ export function createTransport(options: TransportOptions): Transport {
     accept: 'application/json',
   };
   const wire = options.wire;
+  const plainHttp = options.baseUrl.startsWith('http:');
   // A wire has no sockets: no agents, no got instance.
   const agents = wire ? undefined : { http: new http.Agent({ keepAlive: true, timeout: idle }), https: httpsAgent(options.extraCas, idle) };
   const instance: Got | undefined = wire ? undefined : got.extend({
@@ -240,6 +241,7 @@ export function createTransport(options: TransportOptions): Transport {
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
       let e = networkError(what, err, limitMs, clock.wallNow());
       if (!wire && CERT_DATE_CODES.has(e.details.code ?? '')) e = await explainCertificateDates(e, what);
+      if (!wire && plainHttp) e = resetOnPlainHttp(e);
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
       noteClock(e);
       const dropped = agents ? dropIdleSockets([agents.http, agents.https]) : 0;

@@ -21,7 +21,7 @@ import { fsError } from '../lib/fs-errors.js';
 import { validate as matchesSchema } from './profile-schema-validator.js';
 import { HEARTBEAT_WINDOW_SECONDS } from '../lib/timing.js';
 import { isStrictSemver } from './firmware.js';
-import { oneLine, quote } from '../lib/text.js';
+import { jsonErrorWhere, oneLine, quote } from '../lib/text.js';
 import type { ChannelSpec, FirmwareProfile } from './types.js';
 
 // Set by scripts/build.mjs: file name -> JSON text of the shipped profiles (not schema.json).
@@ -70,7 +70,7 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw configError(`${file}: invalid JSON: ${oneLine((err as Error).message)}`, file);
+    throw configError(`${file}: invalid JSON: ${jsonErrorWhere(text, err)}`, file);
   }
   if (!matchesSchema(data)) {
     const first = matchesSchema.errors?.[0];

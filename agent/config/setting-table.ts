@@ -144,7 +144,7 @@ export const SETTING_ROWS = {
     value: 'TEXT',
     env: 'C2C_START_ADVICE',
     configKey: 'startAdvice',
-    default: 'start it with `systemctl start c2c-agent`; the simulator sets its own',
+    default: 'start it with `sudo systemctl start c2c-agent`; the simulator sets its own',
     help: 'what advice says to do when the daemon is not running (the simulator sets its own)',
   },
 } as const satisfies Record<string, SettingRow>;

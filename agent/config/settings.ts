@@ -8,7 +8,8 @@ import { configError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { START_ADVICE } from '../lib/advice.js';
 import { assertStrictSemver, DEFAULT_FIRMWARE_VERSION, readFirmwareVersionFile } from './firmware.js';
-import { oneLine, quote, quotePath } from '../lib/text.js';
+import { jsonErrorWhere, oneLine, quote, quotePath } from '../lib/text.js';
+import { nearMiss } from '../lib/near-miss.js';
 import type { Settings } from './types.js';
 import { readCaFile } from '../lib/ca-file.js';
 import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWindow } from './setting-values.js';
@@ -76,7 +77,7 @@ function readConfig(file: string, explicit: boolean, source: string): Record<str
   try {
     data = JSON.parse(text);
   } catch (err) {
-    throw configError(`config file ${file} is not valid JSON: ${oneLine((err as Error).message)}`, file);
+    throw configError(`config file ${file} is not valid JSON: ${jsonErrorWhere(text, err)}`, file);
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     throw configError(`config file ${file} must hold a JSON object`, file);
@@ -84,7 +85,8 @@ function readConfig(file: string, explicit: boolean, source: string): Record<str
   const obj = data as Record<string, unknown>;
   for (const [key, value] of Object.entries(obj)) {
     if (!CONFIG_KEYS.has(key)) {
-      throw configError(`config ${file}: unknown key ${quote(key)} (known keys: ${[...CONFIG_KEYS].join(', ')})`, file);
+      const near = nearMiss(key, CONFIG_KEYS);
+      throw configError(`config ${file}: unknown key ${quote(key)} (${near === undefined ? `known keys: ${[...CONFIG_KEYS].join(', ')}` : `did you mean ${near}?`})`, file);
     }
     const other = NON_STRING_KEYS[key];
     if (other !== undefined && typeof value === other) {

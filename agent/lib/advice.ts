@@ -37,4 +37,4 @@ export function fitAdvice(message: string, tokenFromEnvironment: boolean): strin
  * which a place that starts the daemon some other way (the simulator, a
  * container) sets to its own words.
  */
-export const START_ADVICE = 'start it with `systemctl start c2c-agent`';
+export const START_ADVICE = 'start it with `sudo systemctl start c2c-agent`';

@@ -86,3 +86,20 @@ export function wrap(text: string, width: number, indent = 0): string[] {
   if (line !== '') lines.push(line);
   return lines;
 }
+
+/**
+ * A JSON.parse error in a person's terms: node gives a character position
+ * ("... in JSON at position 42"; newer ones add their own line and column),
+ * an editor shows lines and columns. Returns "line 3, column 5: Unexpected
+ * number", or the message as it is when it names no position.
+ */
+export function jsonErrorWhere(text: string, err: unknown): string {
+  const message = oneLine(err instanceof Error ? err.message : String(err));
+  const m = / in JSON at position (\d+)(?: \(line \d+ column \d+\))?/.exec(message);
+  if (m === null) return message;
+  const pos = Math.min(Number(m[1]), text.length);
+  const before = text.slice(0, pos);
+  const line = before.split('\n').length;
+  const column = pos - (before.lastIndexOf('\n') + 1) + 1;
+  return `line ${line}, column ${column}: ${message.replace(m[0], '')}`;
+}

@@ -248,3 +248,13 @@ describe('the clock check', () => {
     }
   });
 });
+
+describe('http:// against a server that speaks TLS', () => {
+  it('says the server speaks HTTPS and that the API URL must start with https://, not "check the network"', async () => {
+    const plain = cloud.url.replace(/^https:/, 'http:');
+    const e = await failure(client({ baseUrl: plain }).getDevice());
+    expect(e.kind).toBe('network');
+    expect(e.message).toContain('this server may speak HTTPS (TLS): the API URL must then start with https://');
+    expect(e.message).not.toContain('check the network');
+  });
+});

@@ -136,6 +136,21 @@ describe('config errors: exit 78, one line naming the setting and its source', (
     expect(fails({}, { C2C_CONFIG: f })).toContain(`config ${f}: unknown key 'apiURL'`);
   });
 
+  it('an unknown key near a known one names it instead of listing every key; one near none lists them', () => {
+    const near = configWith('near.json', { apiurl: 'https://a.example' });
+    expect(fails({}, { C2C_CONFIG: near })).toBe(`config ${near}: unknown key 'apiurl' (did you mean apiUrl?)`);
+    const media = configWith('media.json', { apiUrl: 'https://a.example', mediaDri: '/srv/media' });
+    expect(fails({}, { C2C_CONFIG: media })).toBe(`config ${media}: unknown key 'mediaDri' (did you mean mediaDir?)`);
+    const far = configWith('far.json', { colour: 'blue' });
+    expect(fails({}, { C2C_CONFIG: far })).toMatch(/unknown key 'colour' \(known keys: apiUrl, /);
+  });
+
+  it('a syntax error is placed by line and column, as an editor shows it', () => {
+    const f = tmp.write('syntax.json', '{\n  "apiUrl": "https://a.example",\n  "mediaDir" "/srv/media"\n}\n');
+    expect(fails({}, { C2C_CONFIG: f })).toMatch(new RegExp(`^config file ${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} is not valid JSON: line 3, column 14: `));
+    expect(fails({}, { C2C_CONFIG: f })).not.toContain('position');
+  });
+
   it('wrong type', () => {
     const f = configWith('type.json', { apiUrl: 'https://a.example', logLevel: 3 });
     expect(fails({}, { C2C_CONFIG: f })).toBe(`config ${f} key 'logLevel' must be a string, got number`);

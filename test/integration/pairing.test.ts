@@ -432,7 +432,7 @@ describe('pair without --json, not on a terminal', () => {
       expect.stringMatching(/^paired: Camera \S+ \(device [0-9a-f-]+\)$/),
       expect.stringMatching(/^project: .+ \(id .+\)$/),
       `credentials: ${u.credentials}`,
-      'daemon: no daemon runs; start it with `systemctl start c2c-agent`',
+      'daemon: no daemon runs; start it with `sudo systemctl start c2c-agent`',
     ]);
   });
 });
