@@ -122,7 +122,8 @@ export async function run(ctx: CommandContext): Promise<number> {
     const kinds = Object.entries(stats.byKind);
     if (kinds.length === 0) lines.push('  empty');
     for (const [kind, by] of kinds) {
-      lines.push(`  ${kind}: ${by.pending.items} pending (${formatBytes(by.pending.bytes)}), ${by.done.items} done, ${by.dead.items} dead-lettered, ${by.dropped.items} dropped`);
+      // A cancelled item did not fail: counted on its own, never among the dead-lettered.
+      lines.push(`  ${kind}: ${by.pending.items} pending (${formatBytes(by.pending.bytes)}), ${by.done.items} done, ${by.dead.items} dead-lettered, ${by.cancelled.items} cancelled, ${by.dropped.items} dropped`);
     }
     if (inFlight > 0) lines.push(`in flight: ${inFlight}`);
     if (stats.oldestPending !== null) lines.push(`oldest pending: ${stats.oldestPending} (${formatDuration(oldestAgeMs ?? 0)} ago)`);

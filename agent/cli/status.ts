@@ -12,7 +12,7 @@ import type { Settings } from '../config/types.js';
 import { DaemonApi, refusal } from './daemon-api.js';
 import { formatBytes, formatDuration, oneLine, quotePath } from '../lib/text.js';
 import { pairAdvice, splitAdvice } from '../lib/advice.js';
-import { uploadProgress } from '../uploads/upload-summary.js';
+import { blockText, uploadFigures } from '../uploads/upload-summary.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printError, printJson, printLine } from './output.js';
 import { describeOffset } from './check-report.js';
@@ -47,7 +47,12 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   const rl = s.rateLimit;
   if (s.channels) lines.push(`channels:    ${channelSummary(s.channels)}`);
   if (s.queue) lines.push(`queue:       ${queueSummary(s.queue.byKind)}`);
-  if (s.uploads) lines.push(`uploads:     ${uploadProgress(s.uploads) ?? 'none waiting'}`);
+  if (s.uploads) lines.push(`uploads:     ${uploadFigures(s.uploads) ?? 'none waiting'}`);
+  // What keeps uploads from going, each on its own line: never hidden behind the figures above.
+  for (const b of s.uploads?.blocked ?? []) {
+    const { label, text } = blockText(b, now);
+    lines.push(`${`${label}:`.padEnd(13)}${text}`);
+  }
   if (s.uploads?.mediaDirMissing !== undefined) lines.push(`media dir:   ${quotePath(s.uploads.mediaDirMissing)} does not exist: nothing is uploaded from it until it does`);
   // Real-time uploads: each recording, what is on disk and sent, and when it is finished with what is on disk if nothing more comes.
   for (const r of s.uploads?.recording ?? []) {
@@ -77,10 +82,12 @@ function channelSummary(ch: ChannelsSection): string {
   return `${detected}; ${known}; ${pending}`;
 }
 
+/** "2 pending, 1 dead-lettered (see c2c-agent queue), 1 cancelled": a cancelled item is its own count, never a failure. */
 function queueSummary(byKind: QueueSection['byKind']): string {
-  const pending = Object.values(byKind).reduce((n, k) => n + (k.pending?.items ?? 0), 0);
-  const dead = Object.values(byKind).reduce((n, k) => n + (k.dead?.items ?? 0), 0);
-  return `${pending} pending${dead > 0 ? `, ${dead} dead-lettered (see c2c-agent queue)` : ''}`;
+  const sum = (state: string): number => Object.values(byKind).reduce((n, k) => n + (k[state]?.items ?? 0), 0);
+  const dead = sum('dead');
+  const cancelled = sum('cancelled');
+  return `${sum('pending')} pending${dead > 0 ? `, ${dead} dead-lettered (see c2c-agent queue)` : ''}${cancelled > 0 ? `, ${cancelled} cancelled` : ''}`;
 }
 
 /** The running daemon's own answer (GET /v1/status), or undefined when no daemon serves its API. */

@@ -1,9 +1,12 @@
 // `c2c-agent upload FILE... [--priority high|normal] [--json]`: queue files
 // for upload, for integrators' scripts. With a daemon running, the files go
 // through its local API (POST /v1/uploads: the daemon alone writes the
-// outbox, and takes paths only from the media dir and the upload roots);
-// without one, this command takes the daemon's lock for a moment and puts
-// them in the outbox itself, and the next `run` uploads them.
+// outbox); without one, this command takes the daemon's locks (the runtime
+// dir's and the state dir's) for a moment and puts them in the outbox
+// itself, and the next `run` uploads them. Either way the same rules take a
+// path (uploads/upload-paths.ts: the media dir and the upload roots only)
+// and the same exit codes refuse one: a path outside them is 78 with the
+// settings to change, a path that is not a regular file 64.
 //
 // Success is said only for what is on flash: the daemon's answer, or outbox
 // records the disk took. The outbox holds records the disk refuses in memory
@@ -12,21 +15,24 @@
 // read-only 78, full 75). A file already queued (same path, inode, size and
 // modification time) is not queued again: its item's id comes back with
 // `queued: false`.
-import { closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import { loadSettings } from '../config/settings.js';
+import { loadProfiles, selectProfile } from '../config/profiles.js';
+import type { Settings } from '../config/types.js';
 import { acquireRunLock } from '../daemon/runtime/run-lock.js';
+import { acquireStateLock } from '../daemon/state-lock.js';
 import { ensureDir } from '../lib/ensure-dir.js';
 import { SystemClock, type Clock } from '../lib/clock.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError, isFsError } from '../lib/fs-errors.js';
-import { quote, quotePath } from '../lib/text.js';
+import { formatBytes, quote, quotePath } from '../lib/text.js';
 import { readBootId, Outbox } from '../outbox/outbox.js';
 import { nodeOutboxFs } from '../outbox/node-fs.js';
 import type { OutboxFs, OutboxItem } from '../outbox/types.js';
 import { fileTypeOf } from '../uploads/file-type.js';
 import { UPLOAD_KIND, sameUpload, type UploadPayload } from '../uploads/upload-item.js';
-import { describeKind } from '../uploads/version-check.js';
+import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { assertNoDaemon, DaemonApi, refusal } from './daemon-api.js';
@@ -41,7 +47,7 @@ export const optionHelp = {
 };
 export const allowPositionals = true;
 export const help = [
-  'With a daemon running, only files in the media dir or the upload roots (uploadRoots) are taken; a file already queued comes back with its id, not queued again.',
+  'Only files in the media dir or the upload roots (uploadRoots) are taken, with a daemon running or without: another path is exit 78, with the settings to change. A file already queued comes back with its id, not queued again.',
 ];
 
 /** What became of one file: queued now (`queued`), or already in the queue as item `id`. */
@@ -52,25 +58,42 @@ export interface Queued {
   id?: string;
 }
 
-function payloadOf(file: string): UploadPayload {
-  const full = path.resolve(file);
-  let fd: number;
+/** What a refused path comes to: the advice for one outside the media dir and the upload roots. */
+export const OUTSIDE_ADVICE = 'files are taken only from the media dir and the upload roots: move it into one, or add its folder to uploadRoots (--upload-roots DIR:DIR, C2C_UPLOAD_ROOTS, config key uploadRoots) or set mediaDir';
+
+/**
+ * A path refused by the rules on what is uploaded (upload-paths.ts), by its
+ * verdict's status, the same with a daemon (its 403, 400, 404) and without:
+ * outside the media dir and the upload roots, or led out of them, is a
+ * setting to change (78, with the advice); not a regular file, or not
+ * there, is the person's to fix (64).
+ */
+export function pathRefusal(status: number, reason: string): AgentError {
+  // A reason that already names the settings (no media dir and no roots at all) is not told them twice.
+  if (status === 403) return new AgentError('config', `upload: ${reason}${reason.includes('uploadRoots') ? '' : `; ${OUTSIDE_ADVICE}`}`, { status });
+  return new AgentError('usage', `upload: ${reason}`, { status });
+}
+
+/** The roots files are taken from, as the daemon has them (units.ts): the media dir, the upload roots, and the profile's channel folders. */
+function rootsOf(settings: Settings): UploadRoots {
+  let channelKeys: string[] = [];
   try {
-    // Without blocking: a FIFO named here must not wedge the command.
-    fd = openSync(full, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (err) {
-    throw usageError(`upload: cannot read ${quotePath(full)} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    channelKeys = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default').channels.map((c) => c.key);
+  } catch {
+    // No profile for this firmware: no daemon runs with these settings either (`run` says why); a file is then queued for no channel.
   }
-  let st;
-  try {
-    st = fstatSync(fd);
-  } finally {
-    closeSync(fd);
+  return { roots: [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])], channelKeys };
+}
+
+/** Each file checked as the daemon checks it (upload-paths.ts), before anything is queued: one refusal and nothing goes. */
+async function payloadsOf(files: string[], roots: UploadRoots): Promise<UploadPayload[]> {
+  const out: UploadPayload[] = [];
+  for (const f of files) {
+    const v = await resolveUploadPath(f, roots);
+    if (!v.ok) throw pathRefusal(v.status, `${v.reason}; nothing was queued`);
+    out.push(v.file);
   }
-  if (!st.isFile()) throw usageError(`upload: ${quotePath(full)} is ${describeKind(st)}, not a regular file`);
-  const name = path.basename(full);
-  const { filetype, extension } = fileTypeOf(name);
-  return { path: full, name, filetype, ...(extension !== undefined && { extension }), size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
+  return out;
 }
 
 /** The files once each: `upload f f` names one file. */
@@ -135,7 +158,7 @@ export async function queueDirectly(queueDir: string, files: UploadPayload[], o:
     if (outbox.stats().unwritten > 0) throw fsError(refused ?? Object.assign(new Error('write refused'), { code: 'EIO', syscall: 'write' }), 'write the upload queue', queueDir, o.source);
     const lost = items.find((i) => i.state !== 'pending');
     if (lost !== undefined) {
-      throw new AgentError('disk', `cannot queue ${quotePath((lost.payload as UploadPayload).path)}: the queue is at its cap of ${o.capBytes} bytes (${lost.reason ?? 'dropped'}); let the daemon send what is queued, or raise queueMaxBytes`);
+      throw new AgentError('disk', `cannot queue ${quotePath((lost.payload as UploadPayload).path)}: the queue is at its cap of ${formatBytes(o.capBytes)} (${lost.reason ?? 'dropped'}); let the daemon send what is queued, or raise queueMaxBytes`);
     }
     return out;
   } finally {
@@ -185,6 +208,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     const paths = namedPaths(ctx.positionals);
     const reply = await daemon.request('POST', '/v1/uploads', { paths, ...(priority !== undefined && { priority }) }, 60_000);
     if (reply !== undefined) {
+      // A path the daemon's rules refuse is refused as this command refuses it without a daemon (pathRefusal): 78 outside the roots, not 77.
+      if (reply.status === 403 || reply.status === 400 || reply.status === 404) {
+        const r = refusal(reply, 'POST /v1/uploads');
+        throw pathRefusal(reply.status, r.message);
+      }
       if (reply.status !== 202 && reply.status !== 200) throw refusal(reply, 'POST /v1/uploads');
       if (!isDaemonQueued(reply.body)) throw new AgentError('protocol', `the daemon's answer to POST /v1/uploads is not what this agent sends (${daemon.socket})`);
       const queued = reply.body.uploads;
@@ -196,7 +224,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       return EXIT.ok;
     }
     if (priority === 'high') throw usageError('upload: --priority high needs the daemon running (it orders its own queue); start it, or upload without --priority');
-    const files = distinct(ctx.positionals.map(payloadOf));
+    const files = distinct(await payloadsOf(paths, rootsOf(settings)));
     const queueDir = queueDirOf(settings.stateDir);
     // Without a runtime dir no daemon can be running here: make it, so the lock can say so.
     await ensureDir(settings.runtimeDir).catch(() => undefined);
@@ -205,12 +233,26 @@ export async function run(ctx: CommandContext): Promise<number> {
       assertNoDaemon(settings, daemon.socket, 'write its queue');
       throw new AgentError('unavailable', `a daemon (pid ${lock.owner.pid}) holds the run lock but its API at ${daemon.socket} does not answer; try again in a moment`);
     }
+    const clock = new SystemClock(settings.timeScale);
+    // A daemon with another runtime dir may run on this state dir (state-lock.ts): it alone writes its queue.
+    await ensureDir(settings.stateDir).catch(() => undefined);
+    const stateLock = await acquireStateLock(settings.stateDir, { pid: process.pid }, clock).catch((err: unknown) => {
+      lock.release();
+      throw err;
+    });
+    if (stateLock.kind === 'held') {
+      lock.release();
+      const h = stateLock.holder;
+      const where = h?.runtimeDir !== undefined ? `; its API is in ${quotePath(h.runtimeDir)}: run this command with --runtime-dir ${quotePath(h.runtimeDir)}` : '';
+      throw new AgentError('unavailable', `a daemon (${h === undefined ? 'its pid unknown' : `pid ${h.pid}`}) runs on the state dir ${quotePath(settings.stateDir)} with another runtime dir, and it alone may write its queue${where}`);
+    }
     let done: Queued[];
     try {
-      const opts: DirectOptions = { clock: new SystemClock(settings.timeScale), bootId: await readBootId(), capBytes: settings.queueMaxBytes };
+      const opts: DirectOptions = { clock, bootId: await readBootId(), capBytes: settings.queueMaxBytes };
       opts.source = `<state-dir>/queue, the state dir from ${settings.sources.stateDir ?? 'default'}`;
       done = await queueDirectly(queueDir, files, opts);
     } finally {
+      stateLock.release();
       lock.release();
     }
     if (ctx.json) {
@@ -221,7 +263,7 @@ export async function run(ctx: CommandContext): Promise<number> {
         files: done.map((q) => ({ path: q.file.path, size: q.file.size, filetype: q.file.filetype, queued: q.queued, ...(q.id !== undefined && { id: q.id }) })),
       });
     } else {
-      printLine(...done.map((q) => `${q.file.path} (${q.file.size} bytes, ${q.file.filetype}): ${q.queued ? 'queued; the daemon uploads them when it runs' : `already queued (item ${q.id ?? '?'})`}`));
+      printLine(...done.map((q) => `${q.file.path} (${formatBytes(q.file.size)}, ${q.file.filetype}): ${q.queued ? 'queued; the daemon uploads them when it runs' : `already queued (item ${q.id ?? '?'})`}`));
     }
     return EXIT.ok;
   } catch (err) {

@@ -36,7 +36,7 @@ export interface ItemCount {
  * `outbox`, which the reader still takes.
  */
 export interface QueueSection {
-  /** Items and bytes by kind, then by item state ('pending', 'done', 'dead', 'dropped'). */
+  /** Items and bytes by kind, then by state ('pending', 'done', 'dead', 'cancelled', 'dropped'; a cancelled item is not among the dead). */
   byKind: Record<string, Record<string, ItemCount>>;
   /** Wall ISO time of the oldest pending item's put, or null. */
   oldestPending: string | null;
@@ -51,6 +51,15 @@ export interface QueueSection {
   attempts: Record<string, { count: number; lastError: string }>;
   /** Agent-monotonic time the queue waits until; absent when it does not wait. */
   waitingUntil?: number;
+  /** Kinds whose attempts keep failing, by kind (outbox/dispatcher.ts's KindFailing); absent when none. */
+  failing?: Record<string, KindFailing>;
+}
+
+/** A kind's attempts failing in a row: since the first (agent and wall time), how many, the last error. */
+export interface KindFailing {
+  since: Moment;
+  attempts: number;
+  lastError: string;
 }
 
 /** Media-dir entries the watcher will not take: the first ones by name and reason, the rest counted. */
@@ -70,7 +79,29 @@ export interface UploadsSection {
   mediaDirMissing?: string;
   /** Recordings uploading in real time now (docs/uploads.md, "Real-time uploads"); absent when none. */
   recording?: RecordingEntry[];
+  /** What keeps clips from being taken or uploads from going (uploads/upload-blocks.ts); absent when nothing does. */
+  blocked?: UploadBlock[];
 }
+
+/**
+ * One thing that keeps a camera from uploading (docs/troubleshooting.md,
+ * "Nothing is uploaded"): `no-media-dir` (no mediaDir: clips are not taken by
+ * themselves), `auto-upload-off` (the preference; `waiting`: clips found
+ * and held back), `window-closed` (the upload window; `until`: its next
+ * opening, when known), `refused` (storage or the service refuses every
+ * attempt: `since` the first, `attempts`, `reason` the last error).
+ */
+export interface UploadBlock {
+  kind: UploadBlockKind;
+  since?: Moment;
+  until?: Moment;
+  waiting?: number;
+  attempts?: number;
+  reason?: string;
+}
+
+export const UPLOAD_BLOCK_KINDS = ['no-media-dir', 'auto-upload-off', 'window-closed', 'refused'] as const;
+export type UploadBlockKind = (typeof UPLOAD_BLOCK_KINDS)[number];
 
 /** One recording uploading in real time: bytes on disk and sent, how long since it was written to, when it is finished with what is on disk if it stays so. */
 export interface RecordingEntry {
@@ -220,6 +251,14 @@ const attempt: Check<{ count: number; lastError: string }> = (v) => {
   return n === undefined || lastError === undefined ? undefined : { count: n, lastError };
 };
 
+const kindFailing: Check<KindFailing> = (v) => {
+  if (!isObject(v)) return undefined;
+  const since = moment(v.since);
+  const attempts = count(v.attempts);
+  const lastError = str(v.lastError);
+  return since === undefined || attempts === undefined || lastError === undefined ? undefined : { since, attempts, lastError };
+};
+
 const queue: Check<QueueSection> = (v) => {
   if (!isObject(v)) return undefined;
   const s = {
@@ -236,7 +275,7 @@ const queue: Check<QueueSection> = (v) => {
   const { byKind, oldestPending, dropped, quarantined, diskBytes, unwritten, liveBytes, inFlight, attempts } = s;
   if (byKind === undefined || oldestPending === undefined || dropped === undefined || quarantined === undefined || diskBytes === undefined) return undefined;
   if (unwritten === undefined || liveBytes === undefined || inFlight === undefined || attempts === undefined) return undefined;
-  return { byKind, oldestPending, dropped, quarantined, diskBytes, unwritten, liveBytes, inFlight, attempts, ...opt('waitingUntil', num(v.waitingUntil)) };
+  return { byKind, oldestPending, dropped, quarantined, diskBytes, unwritten, liveBytes, inFlight, attempts, ...opt('waitingUntil', num(v.waitingUntil)), ...opt('failing', mapOf(kindFailing)(v.failing)) };
 };
 
 const skippedEntry: Check<{ name: string; reason: string }> = (v) => {
@@ -264,6 +303,13 @@ const recordingEntry: Check<RecordingEntry> = (v) => {
   return { name, bytesOnDisk, bytesSent, idleSeconds, finishedInSeconds };
 };
 
+const uploadBlock: Check<UploadBlock> = (v) => {
+  if (!isObject(v)) return undefined;
+  const kind = UPLOAD_BLOCK_KINDS.find((k) => k === v.kind);
+  if (kind === undefined) return undefined;
+  return { kind, ...opt('since', moment(v.since)), ...opt('until', moment(v.until)), ...opt('waiting', count(v.waiting)), ...opt('attempts', count(v.attempts)), ...opt('reason', str(v.reason)) };
+};
+
 const uploads: Check<UploadsSection> = (v) => {
   if (!isObject(v)) return undefined;
   const files = count(v.files);
@@ -277,6 +323,8 @@ const uploads: Check<UploadsSection> = (v) => {
     ...opt('skipped', skipped(v.skipped)),
     ...opt('mediaDirMissing', str(v.mediaDirMissing)),
     ...opt('recording', listOf(recordingEntry)(v.recording)),
+    // A kind this agent does not know (a newer agent's) is left out, the others kept.
+    ...opt('blocked', Array.isArray(v.blocked) ? v.blocked.flatMap((b) => uploadBlock(b) ?? []) : undefined),
   };
 };
 

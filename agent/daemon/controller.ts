@@ -328,6 +328,8 @@ export class Controller implements DaemonUnit {
   private enterNeedsPairing(reason: string): void {
     void this.stopHeartbeats();
     this.reauth.needsPairing();
+    // Unpaired, revoked or refused: no device is known any more (the status document's `device` is null), until a new grant is verified.
+    this.device = undefined;
     this.setState('needs-pairing', fitAdvice(reason, this.d.tokenFromEnvironment === true));
     this.armCheck('pairing', pairingCheckDelay(this.d.random));
     this.credsWatch?.start();

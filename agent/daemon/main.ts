@@ -1,9 +1,10 @@
 // The daemon's wiring: everything `c2c-agent run` starts, in one place. The
 // CLI parses the command line and loads settings; from there this file takes
-// the runtime dir and its lock, builds the api client, the token source, the
-// controller and the units around it (daemon.ts, which the end-to-end tests
-// build in their own process too), and owns the process's signals until it
-// exits. The units themselves are built in units.ts.
+// the runtime dir and its lock and the state dir's lock (state-lock.ts),
+// builds the api client, the token source, the controller and the units
+// around it (daemon.ts, which the end-to-end tests build in their own
+// process too), and owns the process's signals until it exits. The units
+// themselves are built in units.ts.
 import { ensureDir } from '../lib/ensure-dir.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import type { Settings } from '../config/types.js';
@@ -12,6 +13,7 @@ import { AgentError, configError } from '../lib/errors.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { procStartOf } from './runtime/proc.js';
 import { acquireRunLock } from './runtime/run-lock.js';
+import { acquireStateLock, type StateLockHolder } from './state-lock.js';
 import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
 import { buildDaemon } from './daemon.js';
@@ -30,6 +32,22 @@ async function prepareRuntimeDir(dir: string): Promise<void> {
   }
 }
 
+/**
+ * The state dir's lock (state-lock.ts), the state dir made first when
+ * missing (its inode names the lock; the daemon would make it anyway). Held
+ * by another process: 75, naming it.
+ */
+async function takeStateLock(settings: Settings, me: StateLockHolder, clock: SystemClock, logger: Logger): Promise<{ release(): void }> {
+  await ensureDir(settings.stateDir, 0o700).catch((err: unknown) =>
+    logger.warn({ stateDir: settings.stateDir, err: String(err) }, 'cannot create the state dir; its lock is taken by its path'),
+  );
+  const r = await acquireStateLock(settings.stateDir, me, clock);
+  if (r.kind === 'acquired') return r;
+  const h = r.holder;
+  const who = h === undefined ? 'a process that did not say its pid' : `pid ${h.pid}${h.runtimeDir !== undefined && h.runtimeDir !== settings.runtimeDir ? `, runtime dir ${h.runtimeDir}` : ''}`;
+  throw new AgentError('conflict', `another c2c-agent run is active (${who}) on the state dir ${settings.stateDir}; stop it first (systemctl stop c2c-agent), or give this one a state dir of its own (--state-dir)`);
+}
+
 /** Runs the daemon until SIGTERM or SIGINT; resolves with the exit code. */
 export async function runDaemon(settings: Settings, agentVersion: string): Promise<number> {
   // SIGHUP (systemctl reload: ExecReload sends it) re-reads the credentials.
@@ -41,15 +59,27 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   const logger = createLogger(settings.logLevel);
   const clock = new SystemClock(settings.timeScale);
   await prepareRuntimeDir(settings.runtimeDir);
-  const lock = acquireRunLock(settings.runtimeDir);
-  if (lock.kind === 'held') {
+  const runLock = acquireRunLock(settings.runtimeDir);
+  if (runLock.kind === 'held') {
     // 75: try again later; the other daemon already keeps this camera online.
-    throw new AgentError('conflict', `another c2c-agent run is active (pid ${lock.owner.pid}); stop it first (systemctl stop c2c-agent) or see it with c2c-agent status`);
+    throw new AgentError('conflict', `another c2c-agent run is active (pid ${runLock.owner.pid}); stop it first (systemctl stop c2c-agent) or see it with c2c-agent status`);
   }
-  if (lock.swept !== undefined && lock.swept.length > 0) logger.info({ files: lock.swept }, `removed ${lock.swept.length} stale temp file(s) from ${settings.runtimeDir}`);
+  const procStart = procStartOf(process.pid);
+  // One daemon per state dir too, whatever its runtime dir (state-lock.ts): before anything reads or sweeps the state dir.
+  const stateLock = await takeStateLock(settings, { pid: process.pid, ...(procStart !== undefined && { procStart }), runtimeDir: settings.runtimeDir }, clock, logger).catch((err: unknown) => {
+    runLock.release();
+    throw err;
+  });
+  const lock = {
+    release: (): void => {
+      stateLock.release();
+      runLock.release();
+    },
+  };
+  const swept = runLock.swept;
+  if (swept !== undefined && swept.length > 0) logger.info({ files: swept }, `removed ${swept.length} stale temp file(s) from ${settings.runtimeDir}`);
 
   const notifier = createSystemdNotifier(process.env, undefined, (err) => logger.warn({ err: String(err) }, 'systemd-notify failed'));
-  const procStart = procStartOf(process.pid);
   // The daemon itself (daemon.ts): the end-to-end tests build the same one in their own process.
   const daemon = buildDaemon({
     settings,

@@ -25,6 +25,7 @@ import { MediaWatcher, type GrowingFile } from '../uploads/media-watcher.js';
 import { UploadedIndex } from '../uploads/uploaded-index.js';
 import { HeapTrim } from '../lib/heap-trim.js';
 import { UploadsUnit } from '../uploads/uploads-unit.js';
+import { UploadBlocks } from '../uploads/upload-blocks.js';
 import { UploadWorker } from '../uploads/upload-worker.js';
 import { RealtimeWorker } from '../uploads/realtime-worker.js';
 import { UploadWindow } from '../uploads/upload-window.js';
@@ -39,7 +40,7 @@ import { StatusPublisher } from './runtime/status-publisher.js';
 import type { SystemdNotifier } from './systemd/notify.js';
 import { Watchdog } from './systemd/watchdog.js';
 import type { DaemonUnit } from '../core/unit.js';
-import type { StatusSections } from '../core/status-document.js';
+import type { StatusSections, UploadBlock } from '../core/status-document.js';
 import { queueDirOf } from '../outbox/location.js';
 import { HandlerMap } from '../localapi/handlers.js';
 import { EventsHub } from '../localapi/events.js';
@@ -207,7 +208,9 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
           logger,
         });
   const prefs = new PrefsStore({ stateDir: settings.stateDir, bus, clock, logger });
-  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, roots: uploadRoots, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close(), lastParts });
+  // What keeps uploads from going (no media dir, autoUpload off, the window closed, refused attempts): in the uploads section, and logged once each.
+  const blocks = new UploadBlocks({ mediaDir: settings.mediaDir, autoUpload: () => prefs.prefs().autoUpload, held: (): number => uploads.heldCount, ...(window && { window }), failing: () => dispatcher.view().failing, clock, bus, logger });
+  const uploads = new UploadsUnit({ autoUpload: () => prefs.prefs().autoUpload, ...(watcher && { watcher }), ...(window && { window }), index, outbox: outboxUnit, queueDir, roots: uploadRoots, settleMs: settings.mediaSettleSeconds * 1000, urls, clock, logger, bus, recordings: () => realtime.recordings(), close: () => storage.close(), lastParts, blocked: (): UploadBlock[] => blocks.current() });
   const channels = new ChannelsUnit({ specs, detector, map: channelMap, outbox: outboxUnit, inFlight: () => outboxUnit.inFlight(), bus, logger });
 
   const pairing = new DaemonPairing({
@@ -255,6 +258,6 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // The local API serves once the units it steers run, and hears the controller's
   // first snapshot; it stops (connections dropped) before what it steers, the
   // daemon's pairing among them (a flow under way is cancelled, nothing stored).
-  units.push(status, tokens, outboxUnit, channels, prefs, uploads, network, addresses, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, tokens, outboxUnit, channels, prefs, uploads, blocks, network, addresses, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller, pairing };
 }

@@ -6,6 +6,9 @@
 // (the preferences after a change, whoever made it). Every
 // line has `type` and `at` (wall ISO time).
 //
+// An upload line that goes backwards (uploading to queued after a failure,
+// fewer bytes done) carries its reason: the item's, else its last attempt's.
+//
 // Lines come from the event bus; upload lines from a look at the queue, made
 // only while someone reads and at most once per LOCAL_API.uploadProgressEveryMs.
 // A line is written to each reader's socket and never waited on: the server's
@@ -30,13 +33,28 @@ export interface EventsHubDeps {
 
 const uploadKey = (r: UploadRow): string => `${r.state}:${r.bytesDone}:${r.priority}`;
 
+/** What the last line said of an upload. */
+interface Said {
+  key: string;
+  state: UploadRow['state'];
+  bytesDone: number;
+}
+
+const saidOf = (r: UploadRow): Said => ({ key: uploadKey(r), state: r.state, bytesDone: r.bytesDone });
+
+/** A line that takes back what an earlier one said: from uploading to queued (an attempt failed), or fewer bytes done (sent again). */
+const backwards = (was: Said | undefined, now: UploadRow): boolean => was !== undefined && ((was.state === 'uploading' && now.state === 'queued') || now.bytesDone < was.bytesDone);
+
+/** Said when a line goes backwards and nothing else says why (the attempt was stopped without an error of its own). */
+const NO_REASON_KNOWN = 'the attempt stopped; it is tried again';
+
 export class EventsHub implements DaemonUnit {
   readonly name = 'local-api-events';
   private readonly readers = new Set<StreamSink>();
   private lastState: DaemonSnapshot['state'] | undefined;
   private lastBeat: number | undefined;
   private lastChannels = '';
-  private lastUploads = new Map<string, string>();
+  private lastUploads = new Map<string, Said>();
   private uploadTimer: Timer | undefined;
   private uploadLookAt = -Infinity;
 
@@ -61,7 +79,7 @@ export class EventsHub implements DaemonUnit {
 
   /** A new reader: the status document first, then every line from now on. */
   attach(sink: StreamSink): void {
-    if (this.readers.size === 0) this.lastUploads = new Map(this.d.uploads().map((r) => [r.id, uploadKey(r)]));
+    if (this.readers.size === 0) this.lastUploads = new Map(this.d.uploads().map((r) => [r.id, saidOf(r)]));
     this.readers.add(sink);
     sink.onClose(() => this.readers.delete(sink));
     sink.send({ type: 'status', at: this.at(), status: this.d.status() ?? null });
@@ -92,13 +110,21 @@ export class EventsHub implements DaemonUnit {
 
   private lookAtUploads(): void {
     if (this.readers.size === 0) return;
-    const seen = new Map<string, string>();
+    const seen = new Map<string, Said>();
+    let attempts: NonNullable<StatusDocument['queue']>['attempts'] | undefined;
     for (const row of this.d.uploads()) {
-      const key = uploadKey(row);
-      seen.set(row.id, key);
-      if (this.lastUploads.get(row.id) === key) continue;
+      const said = saidOf(row);
+      seen.set(row.id, said);
+      const was = this.lastUploads.get(row.id);
+      if (was?.key === said.key) continue;
       const { id, name, state, bytesDone, bytesTotal, priority } = row;
-      this.publish({ type: 'upload', id, name, state, bytesDone, bytesTotal, priority, ...(row.reason !== undefined && { reason: row.reason }) });
+      // A line going backwards says why: the item's own reason, else its last failed attempt's error (the queue's attempts).
+      let reason = row.reason;
+      if (reason === undefined && backwards(was, row)) {
+        attempts ??= this.d.status()?.queue?.attempts ?? {};
+        reason = attempts[id]?.lastError ?? NO_REASON_KNOWN;
+      }
+      this.publish({ type: 'upload', id, name, state, bytesDone, bytesTotal, priority, ...(reason !== undefined && { reason }) });
     }
     this.lastUploads = seen;
   }

@@ -52,12 +52,30 @@ export const MAX_ATTEMPTS = 50;
 const RATE_LIMIT_BASE_MS = 1_000;
 const WAIT_CAP_MS = 5 * 60_000;
 
+/**
+ * A kind whose attempts keep failing: since its first failure in a row (an
+ * attempt that finished or moved its work forward ends the row), how many,
+ * and the last error. Shown once FAILING_AFTER attempts in a row failed: one
+ * failure alone is usually a glitch the next attempt gets past.
+ */
+export interface KindFailing {
+  /** When the row's first failed attempt ended: wall ISO time and agent-monotonic ms. */
+  since: { at: string; monotonic: number };
+  attempts: number;
+  lastError: string;
+}
+
 export interface DispatcherView {
   inFlight: string[];
   attempts: Record<string, { count: number; lastError: string }>;
   /** Agent-monotonic time the queue waits until, when it waits. */
   waitingUntil: number | undefined;
+  /** Kinds whose attempts have kept failing (at least FAILING_AFTER in a row), by kind; absent when none. */
+  failing?: Record<string, KindFailing>;
 }
+
+/** Failed attempts in a row of one kind before it is shown as failing (status: storage or the service refusing). */
+export const FAILING_AFTER = 2;
 
 export class Dispatcher {
   readonly name = 'outbox';
@@ -70,6 +88,8 @@ export class Dispatcher {
   private rateLimits = 0;
   private emptyBucketSeen: RateLimitInfo | undefined;
   private failures = 0;
+  /** Per kind, the row of failed attempts going on now (KindFailing). */
+  private readonly failingRows = new Map<string, KindFailing>();
 
   constructor(private readonly d: DispatcherDeps) {}
 
@@ -119,7 +139,29 @@ export class Dispatcher {
 
   view(): DispatcherView {
     const now = this.d.clock.now();
-    return { inFlight: [...this.inFlight.keys()], attempts: Object.fromEntries(this.attempts), waitingUntil: this.waitUntil > now ? this.waitUntil : undefined };
+    // A row whose kind has nothing left to send is over (its items went, or were given up).
+    for (const kind of [...this.failingRows.keys()]) if (this.d.outbox.pending(kind).length === 0) this.failingRows.delete(kind);
+    const failing = [...this.failingRows].filter(([, f]) => f.attempts >= FAILING_AFTER).map(([kind, f]) => [kind, { ...f }] as const);
+    return {
+      inFlight: [...this.inFlight.keys()],
+      attempts: Object.fromEntries(this.attempts),
+      waitingUntil: this.waitUntil > now ? this.waitUntil : undefined,
+      ...(failing.length > 0 && { failing: Object.fromEntries(failing) }),
+    };
+  }
+
+  /** An attempt of `kind` failed (retry), or finished or moved its work forward (the row ends). */
+  private noteRow(kind: string, failed: boolean, error?: string): void {
+    if (!failed) {
+      this.failingRows.delete(kind);
+      return;
+    }
+    const row = this.failingRows.get(kind);
+    if (row === undefined) this.failingRows.set(kind, { since: { at: new Date(this.d.clock.wallNow()).toISOString(), monotonic: this.d.clock.now() }, attempts: 1, lastError: error ?? '' });
+    else {
+      row.attempts++;
+      row.lastError = error ?? row.lastError;
+    }
   }
 
   private pump(): void {
@@ -192,6 +234,7 @@ export class Dispatcher {
     }
     if (outcome.result === 'done') {
       this.attempts.delete(item.id);
+      this.noteRow(item.kind, false);
       this.failures = 0;
       this.rateLimits = 0;
       return this.record(item, this.d.outbox.done(item.id, outcome.note));
@@ -204,6 +247,9 @@ export class Dispatcher {
     const e = outcome.error;
     // MAX_ATTEMPTS counts failures in a row: an attempt that moved its work forward starts a new row.
     const a = { count: (outcome.progressed === true ? 0 : (this.attempts.get(item.id)?.count ?? 0)) + 1, lastError: e.message };
+    // The kind's row too: work that moved forward is not refused.
+    if (outcome.progressed === true) this.noteRow(item.kind, false);
+    this.noteRow(item.kind, true, e.message);
     if (a.count >= MAX_ATTEMPTS) {
       this.attempts.delete(item.id);
       const reason = `gave up after ${a.count} attempts: ${e.message}`;

@@ -3,7 +3,7 @@
 // disk will say once the queued records are written) and as durable (what
 // a power cut now would leave). Segments are deleted on the durable view
 // only, so a crash can never find an item's put gone while its end is lost.
-import type { ItemState, OutboxItem, OutboxStats } from './types.js';
+import { CANCELLED, type CountedState, type OutboxItem, type OutboxStats } from './types.js';
 import { sequenceOf, type OutboxRecord } from './record.js';
 
 export interface Placement {
@@ -33,7 +33,10 @@ export interface SegmentInfo {
   ids: Set<string>;
 }
 
-const STATES: ItemState[] = ['pending', 'done', 'dead', 'dropped'];
+const STATES: CountedState[] = ['pending', 'done', 'dead', 'cancelled', 'dropped'];
+
+/** Where an item is counted: a cancelled one on its own, never among the dead-lettered (it did not fail). */
+export const countedState = (item: Pick<OutboxItem, 'state' | 'reason'>): CountedState => (item.state === 'dead' && item.reason?.startsWith(CANCELLED) === true ? 'cancelled' : item.state);
 const END_STATE = { done: 'done', dead: 'dead', drop: 'dropped' } as const;
 
 function place(p: Placement, rec: OutboxRecord, seg: number): void {
@@ -200,8 +203,9 @@ export class Ledger {
     let oldestPending: string | null = null;
     for (const { item } of this.entries.values()) {
       const k = (byKind[item.kind] ??= Object.fromEntries(STATES.map((st) => [st, { items: 0, bytes: 0 }])) as OutboxStats['byKind'][string]);
-      k[item.state].items++;
-      k[item.state].bytes += item.bytes;
+      const st = countedState(item);
+      k[st].items++;
+      k[st].bytes += item.bytes;
       if (item.state === 'pending' && oldestPending === null) oldestPending = item.createdAt;
     }
     let diskBytes = 0;

@@ -43,9 +43,12 @@ export interface PutOptions {
   urgent?: boolean;
 }
 
+/** The states items are counted by: an item's state, a cancelled one (dead, its reason starting with CANCELLED) apart. */
+export type CountedState = ItemState | 'cancelled';
+
 export interface OutboxStats {
-  /** Items and bytes by kind and state (done items are counted until their segment is deleted). */
-  byKind: Record<string, Record<ItemState, { items: number; bytes: number }>>;
+  /** Items and bytes by kind and counted state (done items are counted until their segment is deleted); cancelled ones are not in `dead`. */
+  byKind: Record<string, Record<CountedState, { items: number; bytes: number }>>;
   /** Wall ISO time of the oldest pending item's put, or null. */
   oldestPending: string | null;
   /** Items evicted by the cap since the queue was created, by kind. */

@@ -38,6 +38,10 @@ interface Matcher {
 }
 
 const MINUTE_MS = 60_000;
+/** How far ahead nextOpening() looks: a weekly window's next opening is within a week. */
+const NEXT_LOOKAHEAD_MS = 8 * 24 * 60 * MINUTE_MS;
+/** Minutes matched at a time while looking for the next opening. */
+const SCAN_SLICE = 240;
 // node-cron would print through its own console logger; a task that is never started has nothing to say.
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined };
 
@@ -48,6 +52,10 @@ export class UploadWindow {
   /** The wall-clock minute that last opened the window: a clock stepped back does not open it twice. */
   private lastOpened: number | undefined;
   private running = false;
+  /** nextOpening()'s last answer, looked for from minute `from`. */
+  private nextCache: { from: number; next: number | undefined } | undefined;
+  /** The minute a scan for the next opening runs from, while one runs. */
+  private scanning: number | undefined;
 
   constructor(private readonly o: UploadWindowOptions) {}
 
@@ -99,6 +107,54 @@ export class UploadWindow {
   isOpen(): boolean {
     if (!this.clockGood()) return true;
     return this.o.clock.now() < this.openUntil;
+  }
+
+  /** The window is in effect (the wall clock is known good) and closed now: uploads wait. */
+  closedNow(): boolean {
+    return this.matcher !== undefined && !this.isOpen();
+  }
+
+  /**
+   * Wall ms of the next minute the expression opens the window, looked for
+   * up to NEXT_LOOKAHEAD_MS ahead; undefined when none is that near, before
+   * start(), or while it is being looked for. A week of minutes is ten
+   * thousand matches (a quarter of a second on a PC, more on a camera): they
+   * are asked SCAN_SLICE at a time, yielding to the loop in between, and the
+   * answer is kept until that minute passes (no answer: for an hour).
+   */
+  nextOpening(): number | undefined {
+    if (this.matcher === undefined) return undefined;
+    const from = floorMinute(this.o.clock.wallNow()) + MINUTE_MS;
+    const c = this.nextCache;
+    if (c !== undefined && from >= c.from && (c.next === undefined ? from < c.from + 60 * MINUTE_MS : from <= c.next)) return c.next;
+    this.scan(from);
+    return undefined;
+  }
+
+  /** Looks for the next opening from wall minute `from`, a slice at a time; one scan at once. */
+  private scan(from: number): void {
+    if (this.scanning !== undefined) return;
+    this.scanning = from;
+    let m = from;
+    const end = from + NEXT_LOOKAHEAD_MS;
+    const slice = (): void => {
+      const matcher = this.matcher;
+      if (!this.running || matcher === undefined) {
+        this.scanning = undefined;
+        return;
+      }
+      for (let i = 0; i < SCAN_SLICE && m < end; i++, m += MINUTE_MS) {
+        if (matcher.match(new Date(m))) return this.scanned(from, m);
+      }
+      if (m >= end) return this.scanned(from, undefined);
+      setImmediate(slice);
+    };
+    setImmediate(slice);
+  }
+
+  private scanned(from: number, next: number | undefined): void {
+    this.scanning = undefined;
+    this.nextCache = { from, next };
   }
 
   private clockGood(): boolean {

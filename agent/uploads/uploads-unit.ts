@@ -10,7 +10,8 @@
 // into is not queued again; nor is that of a recording cancelled or refused
 // by the paused service, which the index remembers (its queue item does not
 // last). The unit also keeps the figures `status` shows: files and bytes
-// left, rate, and the media-dir entries skipped.
+// left, rate, the media-dir entries skipped, and what keeps uploads from
+// going (upload-blocks.ts).
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
@@ -21,7 +22,7 @@ import { CANCEL_WAIT_MS } from '../lib/timing.js';
 import { uploadProgress } from './upload-summary.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { EventBus } from '../core/event-bus.js';
-import type { StatusSections, UploadsSection } from '../core/status-document.js';
+import type { StatusSections, UploadBlock, UploadsSection } from '../core/status-document.js';
 import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { COMPLETED_DESPITE_CANCEL, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
@@ -79,6 +80,8 @@ export interface UploadsUnitDeps {
   close?: () => void;
   /** Where a cancel meets the moment an upload's last bytes go (shared with the upload workers). */
   lastParts?: LastParts;
+  /** What keeps clips from being taken or uploads from going now (upload-blocks.ts), for the status document and STATUS=. */
+  blocked?: () => UploadBlock[];
 }
 
 /**
@@ -407,6 +410,7 @@ export class UploadsUnit implements DaemonUnit {
     const recordings = this.d.recordings?.();
     const skipped = this.d.watcher?.skipped?.();
     const mediaDirMissing = this.d.watcher?.missingDir?.();
+    const blocked = this.d.blocked?.();
     return {
       files: pending.length + recording.length,
       bytesLeft: left,
@@ -414,6 +418,7 @@ export class UploadsUnit implements DaemonUnit {
       ...(skipped !== undefined && { skipped }),
       ...(mediaDirMissing !== undefined && { mediaDirMissing }),
       ...(recordings !== undefined && recordings.length > 0 && { recording: recordings }),
+      ...(blocked !== undefined && blocked.length > 0 && { blocked }),
     };
   }
 

@@ -254,7 +254,7 @@ describe('upload', () => {
   it.each(BAD_STATE_DIRS)('state dir %s: exit 78, one line, nothing queued', async (_kind, make) => {
     const clip = path.join(fresh('clips'), 'a.mp4');
     writeFileSync(clip, 'clip');
-    const f = failure(await agent(['upload', clip, '--state-dir', make(), '--runtime-dir', fresh('rt')]));
+    const f = failure(await agent(['upload', clip, '--state-dir', make(), '--runtime-dir', fresh('rt'), '--upload-roots', path.dirname(clip)]));
     expect(f.status).toBe(78);
     expect(f.line).toMatch(/^c2c-agent: (state dir|cannot use the state dir|cannot list the queue directory|queue directory)/);
   });
@@ -269,7 +269,7 @@ describe('upload', () => {
     writeFileSync(clip, 'clip', { mode: 0o644 });
     const rt = fresh('rt');
     chmodSync(rt, 0o777);
-    const f = failure(await agent(['upload', clip, '--state-dir', state, '--runtime-dir', rt], { asNobody: true }));
+    const f = failure(await agent(['upload', clip, '--state-dir', state, '--runtime-dir', rt, '--upload-roots', clips], { asNobody: true }));
     expect(f.status).toBe(78);
     expect(f.line).toContain('permission denied (EACCES)');
   });

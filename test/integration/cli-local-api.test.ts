@@ -92,11 +92,11 @@ describe('cancel, priority and prefs', () => {
     expect(completeNamed(rig.cloud, 'a.mp4')).toEqual([]);
     // The same file again: its id back, not queued twice.
     expect(await run(['upload', join(outside, 'a.mp4')])).toMatchObject({ exitCode: 0, json: { files: [{ id: id['a.mp4'], queued: false }] } });
-    // A file outside the media dir and the upload roots is refused, nothing queued.
+    // A file outside the media dir and the upload roots is refused, nothing queued: a setting to change (78), not the service's refusal (77).
     const stray = join(rig.dirs.root, 'elsewhere', 'stray.mp4');
     writeMedia(stray, 1000, HOUR);
     const refused = await run(['upload', stray]);
-    expect(refused.exitCode).toBe(77);
+    expect(refused.exitCode).toBe(78);
     expect(oneStderrLine(refused)).toContain('is outside the media dir and the upload roots');
 
     expect(await run(['priority', id['c.mp4']!, 'high'])).toMatchObject({ exitCode: 0, json: { ok: true, id: id['c.mp4'], priority: 'high' } });

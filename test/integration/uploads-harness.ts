@@ -26,6 +26,8 @@ export function makeUploadRig(cloud: FakeCloud, dirs: AgentDirs, scale: number):
   const rig = makeRig(cloud, dirs, scale);
   const media = join(dirs.root, 'media');
   mkdirSync(media, { recursive: true });
+  // In the config file too, as on a camera: `upload` without a daemon takes the paths the daemon would (the media dir and the upload roots).
+  writeFileSync(join(dirs.root, 'config.json'), `${JSON.stringify({ mediaDir: media, uploadRoots: join(dirs.root, 'outside') })}\n`);
   return { ...rig, media };
 }
 

@@ -144,7 +144,8 @@ function makeRig(tmp, world, server, rng) {
   };
   rig.tokenFile = path.join(rig.state, 'credentials.json');
   for (const p of [rig.etc, rig.profiles, rig.state, rig.run, path.join(rig.host, 'dev'), rig.media]) mkdirSync(p, { recursive: true, mode: 0o700 });
-  writeFileSync(rig.config, JSON.stringify({ firmwareVersionFile: 'firmware-version', logLevel: 'info' }));
+  // The media dir in the config: `upload` takes files from it (and the upload roots) only.
+  writeFileSync(rig.config, JSON.stringify({ firmwareVersionFile: 'firmware-version', logLevel: 'info', mediaDir: rig.media }));
   writeFileSync(rig.fwFile, '1.6.0\n');
   for (const f of ['generic.json', 'multi-av-tc.json']) copyFileSync(path.join(PROFILES_SRC, f), path.join(rig.profiles, f));
   writeFileSync(path.join(rig.host, 'dev/video0'), '');
