@@ -223,6 +223,8 @@ export async function startHostileServer({ plan, onError, tls }) {
     tlsTrouble: front?.counts,
     log,
     counts,
+    /** Real ms since the server started: the clock of each log entry's `t`. */
+    now: () => Date.now() - t0,
     /** The longest stall of this server's event loop seen from `fromMs` to `toMs` (real ms since start). */
     stallAround(fromMs, toMs) {
       return stalls.reduce((m, x) => (x.at >= fromMs && x.at - x.ms <= toMs ? Math.max(m, x.ms) : m), 0);

@@ -154,7 +154,26 @@ export async function killAll() {
   await within(Promise.all(waits), 5_000);
 }
 
-export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/**
+ * A pause the case draws: how long it exposes a real daemon, when a change comes while the daemon works.
+ * Real time because its subject is a real process on real time. Never a wait for something to happen
+ * before an oracle looks: that is pollUntil (or agent time, counted in heartbeats).
+ */
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms)); // real time: a case's own pacing of a real process
+
+/**
+ * `probe`'s first value that is neither undefined nor false, looked for every `everyMs`; undefined once
+ * `hangMs` real ms passed (a bound against a hang, never a window an oracle judges).
+ */
+export async function pollUntil(probe, { everyMs = 25, hangMs = 10_000 } = {}) {
+  const deadline = Date.now() + hangMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) return undefined;
+    await new Promise((r) => setTimeout(r, everyMs)); // a poll's pace: the condition ends the wait
+  }
+}
 
 /** `promise`'s value, or undefined after ms; the timer goes either way (a pending one would keep jest's worker alive). */
 export function within(promise, ms) {
