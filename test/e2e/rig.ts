@@ -3,18 +3,20 @@
 //
 // One virtual clock (test/support/virtual-clock.ts) carries everything: the
 // daemon `run` builds (buildDaemon, agent/daemon/daemon.ts: the core and every
-// unit, started in order, stopped in reverse), over the transport's `wire`
-// (test/fleet/wire.ts) into the fake cloud's inject(), and the fake cloud
-// itself (its clock seam). Files are real, in a temp dir: credentials, the
-// queue, status.json, the attempt record, a hardware tree under the host
-// root. Time moves only in advance() and until(): a timer fires, everything
+// unit, started in order, stopped in reverse), over the transport's and the
+// storage client's `wire` (test/fleet/wire.ts) into the fake cloud's
+// inject(), and the fake cloud itself (its clock seam). Files are real, in a
+// temp dir on tmpfs: credentials, the queue, status.json, the attempt record,
+// a hardware tree under the host root, a media dir; the local API listens on
+// its socket. Time moves only in advance() and until(): a timer fires, everything
 // it started settles (its promise chains and file I/O, settle()), then the
 // next one. So a spacing, a debounce, a backoff or a refresh time is an exact
 // number of agent ms, the same on a loaded machine as on a quiet one.
 //
 // What the rig leaves to the process suites: the bundle, signals and exit
-// codes, the lock, the socket seen from another process, systemd-notify and
-// the watchdog's real-time pings, the CLI's output.
+// codes, the locks, the attempt record read by another process, the socket
+// seen from another process, systemd-notify and the watchdog's real-time
+// pings, the CLI's output, kills and power cuts with what they leave on disk.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
