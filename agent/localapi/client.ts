@@ -4,6 +4,7 @@
 // service). A failure to reach the daemon is a LocalApiUnreachable whose
 // `code` says why (ENOENT or ECONNREFUSED: no daemon serves it; EACCES: this
 // user may not connect; ETIMEDOUT: no answer in time).
+import { formatBytes } from '../lib/byte-size.js';
 import http from 'node:http';
 
 export interface ApiReply<T = unknown> {
@@ -66,7 +67,7 @@ export function apiRequest<T = unknown>(socketPath: string, method: string, path
       let size = 0;
       res.on('data', (c: Buffer) => {
         size += c.length;
-        if (size > MAX_ANSWER_BYTES) req.destroy(new Error(`the daemon's answer is over ${MAX_ANSWER_BYTES} bytes`));
+        if (size > MAX_ANSWER_BYTES) req.destroy(new Error(`the daemon's answer is over ${formatBytes(MAX_ANSWER_BYTES)}`));
         else chunks.push(c);
       });
       res.on('error', reject);

@@ -26,6 +26,7 @@
 // Every answer is JSON, those node would give itself included (a request
 // without Host, an Expect it does not know, CONNECT, a head that does not
 // parse). Nothing here waits on a client: writes are queued, never awaited.
+import { formatBytes } from '../lib/byte-size.js';
 import { promises as fs } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -245,7 +246,7 @@ export class LocalApiServer {
       return;
     }
     const [status, kind, message] =
-      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'too-large', `request head over ${this.limits.maxHeaderBytes} bytes`]
+      err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'too-large', `request head over ${formatBytes(this.limits.maxHeaderBytes)}`]
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, 'timeout', 'the request did not arrive in time']
       : [400, 'bad-request', `not an HTTP/1.1 request (${err.code ?? 'parse error'})`];
     this.o.logger?.debug({ code: err.code }, 'local API: refused a request that did not parse');
@@ -353,7 +354,7 @@ export class LocalApiServer {
     const max = this.limits.maxBodyBytes;
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > max) {
-      const refusal = new ApiError(413, 'too-large', `request body of ${declared} bytes is over the local API's cap of ${max}`);
+      const refusal = new ApiError(413, 'too-large', `request body of ${formatBytes(declared)} is over the local API's cap of ${formatBytes(max)}`);
       // Not much over: read it away first, so a client still sending gets the answer rather than a reset (the
       // connection may close right after the answer). Far over: answered at once, the connection closed.
       if (declared <= DRAIN_FACTOR * max) {
@@ -372,7 +373,7 @@ export class LocalApiServer {
     try {
       for await (const chunk of req as AsyncIterable<Buffer>) {
         size += chunk.length;
-        if (size > max) throw new ApiError(413, 'too-large', `request body is over the local API's cap of ${max} bytes`);
+        if (size > max) throw new ApiError(413, 'too-large', `request body is over the local API's cap of ${formatBytes(max)}`);
         chunks.push(chunk);
       }
     } catch (err) {
@@ -451,7 +452,7 @@ export class LocalApiServer {
       send: (obj) => {
         if (!open) return false;
         if (res.writableLength > cap) {
-          sink.end({ type: 'overflow', at: this.wallIso(), message: `this reader fell more than ${cap} bytes behind; reconnect and read GET /v1/status first` });
+          sink.end({ type: 'overflow', at: this.wallIso(), message: `this reader fell more than ${formatBytes(cap)} behind; reconnect and read GET /v1/status first` });
           return false;
         }
         write(obj);

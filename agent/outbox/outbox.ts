@@ -3,6 +3,7 @@
 // cuts without rewriting anything on the SD card. Each operation changes the
 // items in memory at once and resolves when its records are fsynced with
 // the rest of their window (writer.ts); replay.ts reads it all back.
+import { formatBytes } from '../lib/byte-size.js';
 import type { Clock } from '../lib/clock.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { oneLine } from '../lib/text.js';
@@ -257,7 +258,7 @@ export class Outbox {
 
   private evict(item: OutboxItem): void {
     const s = this.live();
-    this.append({ t: 'drop', id: item.id, k: item.kind, r: `evicted: the queue is at its cap of ${s.cap} bytes` });
+    this.append({ t: 'drop', id: item.id, k: item.kind, r: `evicted: the queue is at its cap of ${formatBytes(s.cap)}` });
     s.burst ??= {};
     s.burst[item.kind] = (s.burst[item.kind] ?? 0) + 1;
   }

@@ -30,6 +30,7 @@
 // finished name ends the item with that reason; nothing waits on it. A
 // cancel that comes once the final part's last bytes are on their way
 // cannot take them back (last-part.ts).
+import { formatBytes } from '../lib/byte-size.js';
 import { promises as fs } from 'node:fs';
 import type { AssetEndpoints, RealtimePart } from '../api/assets.js';
 import { MAX_UPLOAD_PARTS } from '../api/assets.js';
@@ -254,7 +255,7 @@ export class RealtimeWorker implements Worker {
       // Every full part the file has grown past, part 1 excepted.
       for (let n = 2; n * partBytes < st.size; n++) {
         if (state.hashes[n - 1]) continue;
-        if (n >= MAX_UPLOAD_PARTS) throw new HandBack(`it outgrew the ${MAX_UPLOAD_PARTS} parts of ${partBytes} bytes a real-time upload can have`);
+        if (n >= MAX_UPLOAD_PARTS) throw new HandBack(`it outgrew the ${MAX_UPLOAD_PARTS} parts of ${formatBytes(partBytes)} a real-time upload can have`);
         await this.sendPart(item.id, p, state, fh, { number: n, size: partBytes }, st.size, signal);
         live.sent += partBytes;
       }
@@ -358,7 +359,7 @@ export class RealtimeWorker implements Worker {
     const size = st.size;
     if (size === 0) throw new Stop({ result: 'dead', reason: `the recording ${quote(p.name)} ended empty (0 bytes): nothing to upload` });
     const last = Math.ceil(size / P);
-    if (last > MAX_UPLOAD_PARTS) throw new HandBack(`it has more than the ${MAX_UPLOAD_PARTS} parts of ${P} bytes a real-time upload can have`);
+    if (last > MAX_UPLOAD_PARTS) throw new HandBack(`it has more than the ${MAX_UPLOAD_PARTS} parts of ${formatBytes(P)} a real-time upload can have`);
     if (state.hashes.some((h, i) => h !== '' && h !== undefined && i + 1 >= last)) throw new HandBack(`it shrank below parts already sent (now ${size} bytes)`);
     // Part 1 goes (unless a run before this one sent it as it is now) while the parts sent during the
     // recording are hashed again from the file: a rewritten one goes again, under its number.

@@ -121,6 +121,8 @@ describe('local API server', () => {
     const big = await apiRequest(sock, 'POST', '/v1/echo', { pad: 'x'.repeat(5000) });
     expect(big.status).toBe(413);
     expect((big.body as { error: { kind: string } }).error.kind).toBe('too-large');
+    // Sizes in the binary units the docs promise, not raw byte counts (issue 29).
+    expect((big.body as { error: { message: string } }).error.message).toMatch(/cap of 1\.0 KiB$/);
     // Chunked, no length given: cut off as it passes the cap.
     const chunked = await raw(sock, `POST /v1/echo HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n800\r\n${'x'.repeat(0x800)}\r\n0\r\n\r\n`);
     expect(chunked).toMatch(/^HTTP\/1\.1 413/);

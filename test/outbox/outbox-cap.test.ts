@@ -36,6 +36,8 @@ describe('outbox cap', () => {
     expect(h.warnings()).toHaveLength(2);
     const evicted = lows.filter((i) => ob.get(i.id)?.state === 'dropped');
     expect(evicted.every((i) => /cap/.test(ob.get(i.id)!.reason ?? ''))).toBe(true);
+    // The reason `queue` shows, in binary units (issue 29: it said 'cap of 4194304 bytes').
+    expect(evicted.every((i) => / at its cap of [\d.]+ (B|KiB|MiB)$/.test(ob.get(i.id)!.reason ?? ''))).toBe(true);
   });
 
   it('a newcomer lower than everything queued is the one dropped, and its put still resolves', async () => {
