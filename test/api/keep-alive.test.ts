@@ -7,6 +7,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createServiceApi, type ServiceApi } from '../../agent/api/service.js';
 import { IDLE_SOCKET_MS } from '../../agent/api/transport.js';
 import { SystemClock } from '../../agent/lib/clock.js';
+import { until } from '../support/until.js';
 
 let server: http.Server;
 let baseUrl: string;
@@ -46,8 +47,6 @@ function client(idleSocketMs?: number): ServiceApi {
   return api;
 }
 
-const closed = (s: Socket): Promise<void> => new Promise((r) => (s.destroyed ? r() : s.once('close', () => r())));
-
 test('the default idle limit is short: well under any load balancer idle timeout', () => {
   expect(IDLE_SOCKET_MS).toBeLessThanOrEqual(5_000);
   expect(IDLE_SOCKET_MS).toBeGreaterThan(0);
@@ -69,10 +68,7 @@ test('a call after the pooled socket sat idle past the limit opens a fresh conne
   const first = connections.at(-1)!;
   // The agent closes the idle socket; without an idle limit it never would
   // (the server keeps it 10 minutes), and the next call would reuse it.
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([closed(first), new Promise((r) => (timer = setTimeout(r, 5_000)))]);
-  clearTimeout(timer);
-  expect(first.destroyed).toBe(true);
+  await until('the idle socket closed by the agent', () => first.destroyed);
   await api.health();
   expect(connections.length - before).toBe(2);
 });

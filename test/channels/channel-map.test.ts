@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ChannelMapStore } from '../../agent/channels/channel-map.js';
 import { AgentError } from '../../agent/lib/errors.js';
+import { until } from '../support/until.js';
 
 const base = mkdtempSync(path.join(tmpdir(), 'c2c-chmap-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -50,7 +51,9 @@ describe('ChannelMapStore', () => {
     await store.save({ video: 'c-1', audio: 'c-2' });
     const before = statSync(store.file, { bigint: true });
     const bytes = readFileSync(store.file, 'utf8');
-    await new Promise((r) => setTimeout(r, 20));
+    // The file system's clock past the record's mtime, so that a write now would show in it.
+    const probe = path.join(dir, 'clock-probe');
+    await until('the file system clock past the record', () => (writeFileSync(probe, ''), statSync(probe, { bigint: true }).mtimeNs > before.mtimeNs), { everyMs: 1 });
     // Another key order is the same record.
     expect(await store.save({ audio: 'c-2', video: 'c-1' })).toBe(false);
     expect(await new ChannelMapStore(dir).save({ video: 'c-1', audio: 'c-2' })).toBe(false);

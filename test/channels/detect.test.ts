@@ -9,6 +9,7 @@ import { ChannelDetector, detectChannels, underRoot, watchDirs } from '../../age
 import type { WatchDir } from '../../agent/lib/dir-watcher.js';
 import type { ChannelSpec } from '../../agent/config/types.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until, type UntilOptions } from '../support/until.js';
 
 const roots: string[] = [];
 function hostRoot(): string {
@@ -29,7 +30,11 @@ function touch(root: string, rel: string): void {
 }
 const rm = (root: string, rel: string): void => rmSync(path.join(root, rel), { force: true, recursive: true });
 const keys = (s: Set<string>): string[] => [...s].sort();
-const realSleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+/**
+ * The watch's event is real I/O, looked for between turns of an agent second; never past 50 agent
+ * minutes, so a scan seen came from the watch and not from the hourly timer.
+ */
+const watchOnly = (clock: FakeClock): UntilOptions => ({ clock, stepMs: 1_000, agentMs: 3_000_000, everyMs: 10 });
 
 describe('detectChannels', () => {
   test('a key is present when any of its paths exists under the root', () => {
@@ -164,23 +169,14 @@ describe('ChannelDetector', () => {
     // The timer alone would take an hour: only the watch can see the file in time.
     const { seen } = detector(root, clock, { intervalMs: 3_600_000 });
     touch(root, 'dev/video0');
-    for (let i = 0; i < 200 && seen.length < 2; i++) {
-      await realSleep(10);
-      await clock.advance(1_000);
-    }
+    await until('the watch seeing video0', () => seen.length >= 2, watchOnly(clock));
     expect(seen).toEqual([[], ['video']]);
     // A directory made after start is watched from its existing ancestor, then itself.
     touch(root, 'proc/asound/card1');
-    for (let i = 0; i < 200 && seen.length < 3; i++) {
-      await realSleep(10);
-      await clock.advance(1_000);
-    }
+    await until('the watch seeing card1 in a new folder', () => seen.length >= 3, watchOnly(clock));
     expect(seen).toEqual([[], ['video'], ['audio', 'video']]);
     rm(root, 'proc/asound/card1');
-    for (let i = 0; i < 200 && seen.length < 4; i++) {
-      await realSleep(10);
-      await clock.advance(1_000);
-    }
+    await until('the watch seeing card1 gone', () => seen.length >= 4, watchOnly(clock));
     expect(seen).toEqual([[], ['video'], ['audio', 'video'], ['video']]);
   });
 

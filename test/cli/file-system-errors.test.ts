@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startFakeCloud, type FakeCloud } from '../fake-cloud/index.js';
 import { buildBundle, type Bundle } from './bundle.js';
+import { until } from '../support/until.js';
 
 const NOBODY = 65534;
 const canDropToNobody = process.getuid?.() === 0 && spawnSync('setpriv', ['--version']).status === 0;
@@ -352,17 +353,16 @@ describe('run: refuses what it cannot use at start-up (exit 78), never blocks, h
     const media = fresh('media');
     const statusFile = path.join(rt, 'status.json');
     // Done with the daemon once it has published a state past start-up: it got past every FIFO.
-    const started = async (): Promise<void> => {
-      for (let i = 0; i < 400; i++) {
-        try {
-          const s = JSON.parse(readFileSync(statusFile, 'utf8')) as { state?: string };
-          if (s.state !== undefined && s.state !== 'starting') return;
-        } catch {
-          // not written yet
-        }
-        await new Promise((r) => setTimeout(r, 50));
+    const pastStart = (): boolean => {
+      try {
+        const s = JSON.parse(readFileSync(statusFile, 'utf8')) as { state?: string };
+        return s.state !== undefined && s.state !== 'starting';
+      } catch {
+        return false; // not written yet
       }
     };
+    // 20 real s: a bound against a hang (a FIFO waited on); the assertions below say what went wrong.
+    const started = (): Promise<unknown> => until('a state past start-up', pastStart, { everyMs: 50, hangMs: 20_000 }).catch(() => undefined);
     const r = await agent([...runArgs(state, rt), '--media-dir', media], { env: { C2C_TOKEN: 'fca_env_token_for_run_0001' }, whileRunning: started });
     expect({ status: r.status, signal: r.signal, sawStatus: existsSync(statusFile) }).toEqual({ status: 0, signal: null, sawStatus: true });
     // The FIFO segment was moved aside like a corrupt one, not waited on.

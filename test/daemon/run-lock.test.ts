@@ -9,6 +9,7 @@ import { procStartOf, procStatOf } from '../../agent/daemon/runtime/proc.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { crashHandler, ignoreSignals } from '../../agent/daemon/process-guards.js';
 import { createLogger } from '../../agent/lib/logger.js';
+import { until } from '../support/until.js';
 
 let dir: string;
 beforeEach(() => {
@@ -112,7 +113,7 @@ describe('processAlive', () => {
     const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
-      for (let i = 0; i < 200 && procStatOf(pid)?.state !== 'Z'; i++) await new Promise((r) => setTimeout(r, 10));
+      await until('the child a zombie', () => procStatOf(pid)?.state === 'Z', { everyMs: 10 }).catch(() => undefined);
       const stat = procStatOf(pid);
       expect(stat?.state).toBe('Z');
       expect(() => process.kill(pid, 0)).not.toThrow();

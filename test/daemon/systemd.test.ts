@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { listenNotify, type NotifyListener } from './notify-socket.js';
 import { createSystemdNotifier, watchdogIntervalFrom, type NotifyExec } from '../../agent/daemon/systemd/notify.js';
 import { Watchdog, type IntervalFn } from '../../agent/daemon/systemd/watchdog.js';
+import { until } from '../support/until.js';
 
 let dir: string;
 let logFile: string;
@@ -218,7 +219,7 @@ describe('real systemd-notify on a datagram socket', () => {
 
   it('delivers READY/STATUS, WATCHDOG and STOPPING datagrams, each followed by a barrier', async () => {
     const sock = join(dir, 'notify.sock');
-    listener = await listenNotify(sock);
+    const heard = (listener = await listenNotify(sock));
     const errors: unknown[] = [];
     const n = createSystemdNotifier({ PATH: process.env.PATH, NOTIFY_SOCKET: sock }, undefined, (e) => errors.push(e));
     await n.ready('online; cam-07');
@@ -226,7 +227,7 @@ describe('real systemd-notify on a datagram socket', () => {
     await n.stopping();
     expect(errors).toEqual([]);
     // The listener's stdout reaches us through a pipe, a little later.
-    for (let i = 0; i < 100 && listener.messages.length < 6; i++) await new Promise((r) => setTimeout(r, 10));
+    await until('six messages at the listener', () => heard.messages.length >= 6, { everyMs: 10 }).catch(() => undefined);
     expect(listener.messages).toEqual(['READY=1\nSTATUS=online; cam-07', 'BARRIER=1', 'WATCHDOG=1', 'BARRIER=1', 'STOPPING=1', 'BARRIER=1']);
   });
 });

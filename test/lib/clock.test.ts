@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { FakeClock } from '../support/fake-clock.js';
-import { sleep } from '../../agent/lib/clock.js';
+import { sleep as agentSleep } from '../../agent/lib/clock.js';
 import { backoffDelay } from '../../agent/lib/backoff.js';
 
 describe('FakeClock', () => {
@@ -9,7 +9,7 @@ describe('FakeClock', () => {
     const seen: string[] = [];
     clock.setTimer(() => seen.push('b'), 200);
     clock.setTimer(() => seen.push('a'), 100);
-    const slept = sleep(clock, 150).then(() => seen.push('slept'));
+    const slept = agentSleep(clock, 150).then(() => seen.push('slept'));
     await clock.advance(1000);
     await slept;
     expect(seen).toEqual(['a', 'slept', 'b']);
@@ -19,7 +19,7 @@ describe('FakeClock', () => {
   it('sleep rejects when aborted and leaves no timer behind', async () => {
     const clock = new FakeClock(0);
     const ac = new AbortController();
-    const p = sleep(clock, 1000, ac.signal);
+    const p = agentSleep(clock, 1000, ac.signal);
     ac.abort(new Error('stop'));
     await expect(p).rejects.toThrow('stop');
     expect(clock.pendingCount).toBe(0);

@@ -3,12 +3,13 @@
 // watched again, the poll finds what no event told of, a watch that keeps
 // failing costs one try a poll, and stop() leaves no timer and no watch.
 import { afterAll, afterEach, describe, expect, test } from '@jest/globals';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, watch, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DirWatcher, WATCH_COALESCE_MS, type DirWatcherOptions, type WatchDir } from '../../agent/lib/dir-watcher.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const POLL = 10_000;
 const temps: string[] = [];
@@ -101,12 +102,12 @@ describe('DirWatcher: events', () => {
     const dir = tempDir();
     const { clock, start, looks } = rig(() => [dir], { pollMs: 3_600_000 });
     start();
+    const armed = clock.pendingCount;
     writeFileSync(path.join(dir, 'a'), 'x');
-    for (let i = 0; i < 200 && looks() === 0; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      await clock.advance(WATCH_COALESCE_MS);
-    }
-    expect(looks()).toBeGreaterThan(0);
+    // The event in real time, however late a loaded machine delivers it; agent time stands still meanwhile.
+    await until('the watch event', () => clock.pendingCount > armed);
+    await clock.advance(WATCH_COALESCE_MS);
+    expect(looks()).toBe(1);
   });
 });
 
@@ -153,13 +154,12 @@ describe('DirWatcher: directories that come and go', () => {
     // The poll is the truth: it watches the new directory.
     await clock.advance(HOUR);
     const afterPoll = looks();
+    const armed = clock.pendingCount;
     writeFileSync(path.join(dir, 'request.json'), '{}');
-    // 200 steps of WATCH_COALESCE_MS are far less than the next poll: a look here came from the new watch.
-    for (let i = 0; i < 200 && looks() === afterPoll; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      await clock.advance(WATCH_COALESCE_MS);
-    }
-    expect(looks()).toBeGreaterThan(afterPoll);
+    // The new watch's event, waited for with agent time still; then the coalesce time, far less than the next poll.
+    await until('the new watch\'s event', () => clock.pendingCount > armed);
+    await clock.advance(WATCH_COALESCE_MS);
+    expect(looks()).toBe(afterPoll + 1);
   });
 });
 
@@ -304,11 +304,17 @@ describe('DirWatcher: start and stop', () => {
     start();
     w.stop();
     expect(clock.pendingCount).toBe(0);
-    writeFileSync(path.join(dir, 'late'), 'x');
-    for (let i = 0; i < 10; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      await clock.advance(WATCH_COALESCE_MS);
+    // A watch of the test's own on the same directory: once it has the change's event, a watch left open
+    // would have had it too (node reads the events of one directory for all its watches at once).
+    let witnessed = false;
+    const witness = watch(dir, () => (witnessed = true));
+    try {
+      writeFileSync(path.join(dir, 'late'), 'x');
+      await until('the witness\'s event', () => witnessed);
+    } finally {
+      witness.close();
     }
+    await clock.advance(WATCH_COALESCE_MS);
     expect(looks()).toBe(0);
     expect(clock.pendingCount).toBe(0);
   });

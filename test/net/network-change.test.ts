@@ -147,7 +147,7 @@ async function event(name: EventName): Promise<string> {
   switch (name) {
     case 'down-up': {
       net.linkDown();
-      await new Promise((r) => setTimeout(r, DOWN_REAL_MS));
+      await new Promise((r) => setTimeout(r, DOWN_REAL_MS)); // real time: the kernel's link is down for real, and its TCP does not scale
       net.linkUp();
       return `${net.camIf} down ${DOWN_REAL_MS / 1000} s, up`;
     }

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { until } from '../support/until.js';
 
 const CHILDREN = pathToFileURL(join(resolve('.'), 'scripts/sim/children.mjs')).href;
 
@@ -36,9 +37,9 @@ function crashWith(how: string): Promise<{ code: number | null; pid: number; std
   });
 }
 
+/** Whether `pid` is gone within 5 real s (a bound against a hang: a process left behind never goes). */
 async function goneSoon(pid: number): Promise<boolean> {
-  for (let i = 0; i < 50 && running(pid); i++) await new Promise((r) => setTimeout(r, 100));
-  return !running(pid);
+  return until(`pid ${pid} gone`, () => !running(pid), { everyMs: 100, hangMs: 5_000 }).then(() => true, () => false);
 }
 
 describe('children.mjs', () => {

@@ -298,7 +298,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
   try {
     // Half-way: `status` must see the daemon running (0, or 77 in needs-pairing), never "not running".
     // (The case's length is real time: how long the daemon faces the hostile service.)
-    await sleep(seconds * 500);
+    await sleep(seconds * 500); // real time: the case's length, how long a real daemon faces the hostile service
     if (exited === undefined) {
       const st = await run(process.execPath, [ctx.bundle, 'status', '--json'], { env: rig.env, cwd: ctx.tmp, timeoutMs: 10_000 });
       problems.push(...cliProblems(st, { label: 'status-while-running', json: 'object', secrets: world.secrets }));
@@ -306,7 +306,7 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
         problems.push(problem('wrong', `status-while-running:exit${st.code}`, `status exits ${st.code} while the daemon runs: ${firstLine(st.stderr)}`));
       }
     }
-    await sleep(seconds * 500);
+    await sleep(seconds * 500); // real time: the case's length, as above
     const stale = server.openConnections().filter((c) => c.idleMs > STALE_SOCKET_MS && !c.peerEnded);
     if (exited !== undefined) {
       problems.push(problem('crash', `daemon:died-${exited.signal ?? exited.code}`, `the daemon exited ${exited.signal ?? exited.code} before SIGTERM: ${lastLogLines(exited.stdout + exited.stderr)}`));
