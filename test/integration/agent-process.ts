@@ -44,7 +44,7 @@ export async function ensureBuilt(): Promise<void> {
       const held = statSync(lock, { throwIfNoEntry: false });
       if (held !== undefined && Date.now() - held.mtimeMs > 120_000) rmSync(lock, { recursive: true, force: true });
       if (Date.now() > deadline) throw new Error(`${lock} held for 2 minutes; remove it if no build is running`);
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 200)); // a poll's pace: the lock freed ends the wait
     }
   }
   try {

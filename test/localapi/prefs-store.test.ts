@@ -12,6 +12,7 @@ import { PREFS_FILE, PREFS_WRITE_EVERY_MS, PrefsError, PrefsStore } from '../../
 import { HandlerMap } from '../../agent/localapi/handlers.js';
 import { registerPrefsHandlers } from '../../agent/localapi/prefs-handlers.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -41,9 +42,7 @@ function store(content?: string) {
   });
   s.start();
   /** Every write begun has reached the file. */
-  const settled = async (): Promise<void> => {
-    while (done < writes.length) await new Promise((r) => setTimeout(r, 1));
-  };
+  const settled = (): Promise<unknown> => until('every write on the file', () => done >= writes.length, { everyMs: 1 });
   return { s, dir, seen, writes, clock, settled, file: path.join(dir, PREFS_FILE) };
 }
 
@@ -66,14 +65,16 @@ describe('PrefsStore', () => {
   });
 
   it('a change is written (0600) and published; the same value again writes and publishes nothing', async () => {
-    const { s, file, seen, dir } = store();
+    const { s, file, seen, dir, writes } = store();
     expect(await s.update({ autoUpload: false })).toEqual({ autoUpload: false });
     expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ autoUpload: false });
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const mtime = statSync(file).mtimeMs;
-    await new Promise((r) => setTimeout(r, 20));
+    const written = writes.length;
     expect(await s.update({ autoUpload: false })).toEqual({ autoUpload: false });
     expect(await s.update({})).toEqual({ autoUpload: false });
+    // Counted, not timed: no write was begun.
+    expect(writes).toHaveLength(written);
     expect(statSync(file).mtimeMs).toBe(mtime);
     expect(seen).toEqual([{ autoUpload: false }]);
     expect(s.report()).toEqual({ prefs: { autoUpload: false } });

@@ -25,6 +25,7 @@ import { registerStatusHandlers } from '../../agent/localapi/status-handlers.js'
 import { registerUploadHandlers } from '../../agent/localapi/upload-handlers.js';
 import { LOCAL_API } from '../../agent/lib/timing.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const moment = { at: '2026-01-01T00:00:00.000Z', monotonic: 1 };
 const snapshot: DaemonSnapshot = { state: 'online', reason: 'now online', since: moment, pid: 1, started: moment, consecutiveFailures: 0, firmwareVersion: '1.0.0', agentVersion: '0.0.0', timeScale: 1, updated: moment };
@@ -105,13 +106,7 @@ function rawClient(sock: string) {
 const get = (p: string): string => `GET ${p} HTTP/1.1\r\nhost: x\r\n\r\n`;
 const withBody = (method: string, p: string, body: string): string => `${method} ${p} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 
-async function waitFor(cond: () => boolean, ms = 10_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+const waitFor = (cond: () => boolean, ms = 10_000): Promise<unknown> => until('the condition', cond, { hangMs: ms });
 
 describe('local API server against a hostile client (issue 27)', () => {
   let dir: string;

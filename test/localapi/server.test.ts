@@ -19,6 +19,7 @@ import { registerStatusHandlers } from '../../agent/localapi/status-handlers.js'
 import { LOCAL_API } from '../../agent/lib/timing.js';
 import { registerSecret } from '../../agent/lib/secrets.js';
 import { FakeClock } from '../support/fake-clock.js';
+import { until } from '../support/until.js';
 
 const moment = { at: '2026-01-01T00:00:00.000Z', monotonic: 1 };
 const snapshot = (state: DaemonSnapshot['state'], beat?: number): DaemonSnapshot => ({
@@ -286,7 +287,16 @@ describe('local API server', () => {
     await new Promise<void>((r) => started.on('connect', () => r()));
     started.write('GET /v1/status HTTP/1.1\r\nhost: x\r\n');
     await waitFor(() => server.connections === 1);
-    await new Promise((r) => setTimeout(r, 50)); // the server has read those bytes
+    // The server has read those bytes once a request on another connection, sent after them, is answered
+    // (the server reads every socket that has data whenever it looks; this one's came first).
+    const probe = net.createConnection(sock);
+    probe.on('error', () => undefined);
+    let probed = '';
+    probe.on('data', (c) => (probed += c.toString()));
+    probe.write('GET /v1/status HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
+    await new Promise<void>((r) => probe.on('close', () => r()));
+    expect(probed).toMatch(/^HTTP\/1\.1 200 /);
+    await waitFor(() => server.connections === 1);
     const empty: net.Socket[] = [];
     for (let i = 0; i < 10; i++) {
       const s = net.createConnection(sock);
@@ -324,13 +334,7 @@ describe('local API server', () => {
   });
 });
 
-async function waitFor(cond: () => boolean, ms = 5_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+const waitFor = (cond: () => boolean, ms = 5_000): Promise<unknown> => until('the condition', cond, { hangMs: ms, everyMs: 10 });
 
 describe('events hub: upload and channels lines', () => {
   it('an upload line per change (state, bytes, priority), at most one look a second; channels when the section changes; nothing looked at without a reader', async () => {

@@ -90,21 +90,16 @@ function rig(o: { createError?: AgentError; partsError?: AgentError; partsErrorA
   /** Runs the item, turning the clock a look at a time and calling `step` before each look, until the run ends. */
   const run = async (it: OutboxItem, step: (look: number) => void = () => undefined, ac = new AbortController()): Promise<Outcome> => {
     let outcome: Outcome | undefined;
-    let lastPuts = -1;
     const p = worker.run(it, ac.signal).then((x) => (outcome = x));
     for (let look = 0; outcome === undefined && look < 100_000; look++) {
-      // Real I/O between looks (a busy machine is slow to deliver it); agent time moves a look at a time.
-      // A real millisecond for the first looks (where the tests write), after a part went, and every 50th
-      // look: the thousands of looks of a recording left unwritten for REALTIME_STALL_MS need only a turn of
-      // the event loop each.
+      // Real I/O between looks (a busy machine is slow to deliver it) is waited for below, as the worker's
+      // rest; agent time moves a look at a time.
       await new Promise((r) => setImmediate(r));
-      if (look < 100 || look % 50 === 0 || puts.length !== lastPuts) await new Promise((r) => setTimeout(r, 1));
       // The step runs while the worker rests between looks (its one timer armed), never while a look is
       // on its way: a write the look in flight saw, followed by the advance that ends that look's pause,
       // would make the next look see nothing new though the step wrote before each advance.
       const restingBy = Date.now() + 10_000;
       while (outcome === undefined && clock.pendingCount === 0 && Date.now() < restingBy) await new Promise((r) => setImmediate(r));
-      lastPuts = puts.length;
       step(look);
       await clock.advance(REALTIME_LOOK_MS);
     }

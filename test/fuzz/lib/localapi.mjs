@@ -16,8 +16,8 @@
 // with a one-line message; no answer carries a token, the client secret or
 // the content of a file outside the media dir; nothing outside the media dir
 // is ever uploaded; every clip is stored at most once and byte-identical, and
-// a clip nobody cancelled is stored by the end; heartbeats keep their spacing
-// (the fake's referee); the daemon logs no bug, stays up and exits 0 on SIGTERM.
+// a clip nobody cancelled is stored by the end; no more heartbeats than their
+// spacing allows (the fake's referee); the daemon logs no bug, stays up and exits 0 on SIGTERM.
 // A pipelined batch: its answers are those of its requests, in order, each
 // JSON, each of the shape its request calls for; a GET /v1/prefs answers the
 // value the last PATCH before it in the batch left; fewer answers than
@@ -29,7 +29,7 @@ import { chmodSync, existsSync, mkdirSync, symlinkSync, utimesSync, writeFileSyn
 import net from 'node:net';
 import path from 'node:path';
 import { leakedSecret, problem } from './oracles.mjs';
-import { sleep, start, within } from './proc.mjs';
+import { pollUntil, start, within } from './proc.mjs';
 
 const FIRMWARE = '1.6.0';
 const DOCUMENTED = new Set([200, 202, 400, 403, 404, 405, 408, 409, 413, 417, 431, 503]);
@@ -42,11 +42,7 @@ async function getJson(url) {
 
 async function startCloud(ctx, scale) {
   const c = start(process.execPath, [ctx.fakeCloud, '--port', '0', '--admin-port', '0', '--devices', '1', '--time-scale', String(scale)], { timeoutMs: Infinity, rssLimitMiB: 2048 });
-  let line = '';
-  for (let i = 0; i < 200 && !line.includes('\n'); i++) {
-    await sleep(25);
-    line = c.output().stdout;
-  }
+  const line = (await pollUntil(() => c.output().stdout.includes('\n') && c.output().stdout, { everyMs: 25, hangMs: 5_000 })) ?? '';
   if (!line.includes('\n')) {
     c.kill();
     throw new Error(`the fake cloud did not start: ${c.output().stderr.slice(0, 300)}`);
@@ -360,7 +356,7 @@ export const localapiTarget = {
       let exited;
       void daemon.done.then((r) => (exited = r));
       const sock = path.join(dirs.run, 'api.sock');
-      for (let i = 0; i < 400 && !existsSync(sock) && exited === undefined; i++) await sleep(25);
+      await pollUntil(() => existsSync(sock) || exited !== undefined, { everyMs: 25, hangMs: 10_000 });
       if (!existsSync(sock)) problems.push(problem('wrong', 'localapi:no-socket', `no ${sock} 10 s after start`));
 
       const w = { clips, media: dirs.media, outside: dirs.outside, outsideFile, linkOut, fifo, ids: [] };
@@ -439,14 +435,15 @@ export const localapiTarget = {
       for (const u of list) if (!names.has(u.id)) names.set(u.id, u.name);
       const cancelledNames = new Set([...cancelled].map((id) => names.get(id)).filter(Boolean));
       const mustGo = cancelAll ? [] : clips.filter((c) => !cancelledNames.has(c.name));
-      const deadline = Date.now() + 30_000;
+      // Every clip that must go stored (30 real s: a bound against a hang), then two heartbeats for duplicates:
+      // a minute and more of the daemon's time.
       let assets = [];
-      for (;;) {
+      await pollUntil(async () => {
         assets = await getJson(`${cloud.adminUrl}/assets`);
-        if (mustGo.every((c) => assets.some((x) => x.complete && x.name === c.name)) || Date.now() > deadline || exited !== undefined) break;
-        await sleep(300);
-      }
-      await sleep(1_000);
+        return mustGo.every((c) => assets.some((x) => x.complete && x.name === c.name)) || exited !== undefined;
+      }, { everyMs: 300, hangMs: 30_000 });
+      const storedBeats = (await getJson(`${cloud.adminUrl}/referee/${device.id}`)).successfulHeartbeats;
+      await pollUntil(async () => exited !== undefined || (await getJson(`${cloud.adminUrl}/referee/${device.id}`)).successfulHeartbeats >= storedBeats + 2, { everyMs: 100, hangMs: 30_000 });
       assets = await getJson(`${cloud.adminUrl}/assets`);
       for (const x of assets) {
         const clip = clips.find((c) => c.name === x.name);
@@ -461,9 +458,14 @@ export const localapiTarget = {
         if (stored > 1) problems.push(problem('wrong', 'localapi:stored-twice', `${c.name} stored ${stored} times`));
         if (stored === 0 && mustGo.includes(c)) problems.push(problem('wrong', 'localapi:clip-not-stored', `${c.name} (sha256 ${sha(c.data).slice(0, 12)}) was never cancelled and is not stored 30 s after autoUpload went back on`));
       }
+      // Heartbeat spacing as a loaded machine cannot break it (no real-ms slack): N attempts 60 agent s apart
+      // need (N - 1) minimum intervals of the daemon's clock after its spawn (less 2 ms: Date.now's whole ms
+      // at either end). Gaps over 300 s are not judged here: load stretches them. The exact spacing, pair by
+      // pair, is held on a virtual clock by test/daemon/heartbeat-property.test.ts and test/e2e/heartbeat.test.ts.
       const referee = await getJson(`${cloud.adminUrl}/referee/${device.id}`);
-      if (referee.tooSoon > 0) problems.push(problem('wrong', 'localapi:heartbeat-too-soon', `${referee.tooSoon} heartbeats under 60 s apart`));
-      if (referee.tooLate > 0) problems.push(problem('wrong', 'localapi:heartbeat-too-late', `${referee.tooLate} gaps over 300 s`));
+      const refereeAt = Date.now();
+      const needMs = ((referee.heartbeats - 1) * 60_000) / scale - 2;
+      if (referee.heartbeats > 1 && refereeAt - t0 < needMs) problems.push(problem('wrong', 'localapi:heartbeat-too-soon', `${referee.heartbeats} heartbeats within ${refereeAt - t0} real ms of the spawn at scale ${scale}: 60 agent s apart they need ${Math.ceil(needMs)}`));
 
       if (exited !== undefined) {
         problems.push(problem('crash', `localapi:daemon-died-${exited.signal ?? exited.code}`, `the daemon exited ${exited.signal ?? exited.code} before SIGTERM`));
