@@ -292,10 +292,8 @@ describe('heartbeat spacing invariants (property)', () => {
         const stretches: number[][] = [];
         let previous: Kind | undefined;
         for (const x of res.sends) {
-          if (x.call === 'heartbeat' && x.kind === 'reset') {
-            if (previous !== 'reset') stretches.push([]);
-            stretches.at(-1)!.push(x.t);
-          }
+          if (x.kind === 'reset' && previous !== 'reset') stretches.push([]);
+          if (x.call === 'heartbeat' && x.kind === 'reset') stretches.at(-1)!.push(x.t);
           previous = x.kind;
         }
         for (const stretch of stretches) {
