@@ -132,6 +132,14 @@ export function buildDaemon(i: DaemonInput): Daemon {
     controller,
     pairing,
     start() {
+      // A camera that reports firmware 0.0.0 gets the service's configuration for 0.0.0 and this
+      // agent's generic profile: say so once, as the other settings a camera cannot do without do.
+      if ((settings.sources.firmwareVersion ?? 'default') === 'default') {
+        logger.warn(
+          { firmwareVersion: settings.firmwareVersion, profile: i.profile.id },
+          `no firmware version set (firmwareVersion or firmwareVersionFile): sending ${settings.firmwareVersion}, profile ${i.profile.id}; the service picks its configuration for that version`,
+        );
+      }
       for (const u of units) {
         startUnit(bus, u);
         if (u === controller) void notifier.ready(controller.statusLine());
