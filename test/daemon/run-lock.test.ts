@@ -109,8 +109,9 @@ describe('processAlive', () => {
   });
 
   it('a real zombie holding the lock is dead to the lock and to status', async () => {
-    // The shell forks a child that exits at once, then becomes `sleep`, which never reaps it.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 5'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // The shell forks a child that exits at once, then becomes `sleep`, which never reaps it. The zombie
+    // lasts as long as that `sleep`: far past the test (killed at its end), however loaded the machine.
+    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
       await until('the child a zombie', () => procStatOf(pid)?.state === 'Z', { everyMs: 10 }).catch(() => undefined);
