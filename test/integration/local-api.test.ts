@@ -202,8 +202,9 @@ describe('local API: a UI client steers the daemon', () => {
     // Exactly the expected assets complete, byte-identical.
     expect(cloud.assets().filter((a) => a.complete).map((a) => a.name).sort()).toEqual([...files.keys()].sort());
     for (const [name, data] of files) expect(storedProblems(cloud, name, data)).toEqual([]);
+    // Heartbeats went on through it all: three at least, waited for (how many came meanwhile is the machine's pace).
+    await waitFor('a third heartbeat', () => cloud.referee(deviceId).heartbeats > 2, 30_000, 50);
     const ref = cloud.referee(deviceId);
-    expect(ref.heartbeats).toBeGreaterThan(2);
     expect({ tooSoon: ref.tooSoon, tooLate: ref.tooLate }).toEqual({ tooSoon: 0, tooLate: 0 });
   }, 180_000);
 });
