@@ -34,7 +34,9 @@ export async function runSession(o, { bundles }) {
   try {
     await cloud.start();
     say(`c2c-agent simulator: ${o.devices} camera${o.devices === 1 ? '' : 's'}, ${o.minutes} agent minutes at --time-scale ${o.timeScale} (${((o.minutes * 60) / o.timeScale).toFixed(0)} s), faults ${o.faults}, seed ${o.seed}`);
-    say(`fake cloud at ${cloud.url} (admin ${cloud.adminUrl}): it approves pairing codes after ${autoApproveSeconds} agent s; to approve one at once, open the link \`pair\` prints (${cloud.pairUrl}) and press Approve`);
+    // Off a terminal the fake approves before anyone could open a link: only on one is there time to press Approve first.
+    const approveHint = progress.tty ? `; to approve one sooner, open the link \`pair\` prints (${cloud.pairUrl}) and press Approve` : ` (its approval page: ${cloud.pairUrl})`;
+    say(`fake cloud at ${cloud.url} (admin ${cloud.adminUrl}): it approves pairing codes after ${autoApproveSeconds} agent s${approveHint}`);
     say(`work dir ${work}: each camera's state, runtime and media dirs, hardware tree and agent.log (removed after a clean run unless --keep)`);
     await pairAll(s);
     await startAgents(s);
