@@ -10,9 +10,9 @@
 // route) changed, and its kept-alive flows blackholed (a NAT mapping lost:
 // old flows die without FIN or RST, new ones work). Needs root and iproute2;
 // anything that cannot be set up throws, naming the command that failed.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
+import { quiet, run, tool } from '../support/system-command.js';
 
 export interface CameraNet {
   ns: string;
@@ -42,32 +42,6 @@ export interface CameraNet {
 }
 
 const PREFIX = 'c2c-cam-';
-
-/**
- * A system tool by its full path: jest's PATH starts with node_modules/.bin
- * folders, which another checkout's work can leave unreadable for a moment.
- */
-export function tool(name: string): string {
-  for (const dir of ['/usr/sbin', '/sbin', '/usr/bin', '/bin']) if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
-  throw new Error(`${name} not found in /usr/sbin, /sbin, /usr/bin or /bin; install iproute2 and iptables`);
-}
-
-function run(cmd: string, args: string[]): string {
-  try {
-    return execFileSync(tool(cmd), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed: ${(e.stderr ?? '').trim() || e.message}`);
-  }
-}
-
-const quiet = (cmd: string, args: string[]): void => {
-  try {
-    run(cmd, args);
-  } catch {
-    // cleanup: whatever is already gone is fine
-  }
-};
 
 /** Namespaces left by a run that was killed (its pid gone): removed so names and subnets are free. */
 export function sweepStale(): void {

@@ -28,7 +28,8 @@ import { FIRMWARE, makeRig, type Rig } from '../integration/channels-harness.js'
 import { HEARTBEAT_PATH } from '../integration/refresh-harness.js';
 import { STORAGE, assetsNamed, completeNamed, expectedParts, writeMedia } from '../integration/uploads-harness.js';
 import { ADDRESS_GONE_MS, REQUEST_TIMEOUT_MS, MIN_SPACING_MS } from '../../agent/lib/timing.js';
-import { createCameraNet, tool, type CameraNet } from './netns.js';
+import { createCameraNet, type CameraNet } from './netns.js';
+import { tool } from '../support/system-command.js';
 
 const SCALE = Number(process.env.C2C_NET_TIME_SCALE ?? 10);
 const TLS = process.env.C2C_NET_TLS !== '0';

@@ -21,37 +21,15 @@
 // device and mount made is released by `releaseAll()` (afterAll), failed
 // run or not; a run killed before that leaves them, and `sweepStale()` at the
 // next start removes those whose run (named by pid) is gone.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { quiet, run, tool } from '../support/system-command.js';
 
 const PREFIX = 'c2c-powercut-';
 export const MOUNT_OPTIONS = 'commit=600,noauto_da_alloc';
 const TOOLS = ['losetup', 'mount', 'umount', 'mkfs.ext4', 'e2fsck'] as const;
-
-/** A system tool by its full path (jest's PATH begins with node_modules/.bin folders). */
-function tool(name: string): string {
-  for (const dir of ['/usr/sbin', '/sbin', '/usr/bin', '/bin']) if (existsSync(`${dir}/${name}`)) return `${dir}/${name}`;
-  throw new Error(`${name} not found in /usr/sbin, /sbin, /usr/bin or /bin`);
-}
-
-function run(cmd: string, args: string[]): string {
-  try {
-    return execFileSync(tool(cmd), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    const e = err as { stderr?: string; message: string };
-    throw new Error(`${cmd} ${args.join(' ')} failed: ${(e.stderr ?? '').trim() || e.message}`);
-  }
-}
-
-const quiet = (cmd: string, args: string[]): void => {
-  try {
-    run(cmd, args);
-  } catch {
-    // cleanup: what is already gone is fine
-  }
-};
 
 /** Why this machine cannot run the suite, in one line; undefined when it can. */
 export function prerequisites(): string | undefined {
