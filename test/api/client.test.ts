@@ -8,8 +8,9 @@ import { SystemClock } from '../../agent/lib/clock.js';
 import { failure } from './failure.js';
 import { until } from '../support/until.js';
 
-// Agent and fake share one time scale, so the fake's 60 s delay and the
-// client's 30 s cap both play in well under a second of real time.
+// The fake runs at scale 200. The client runs at scale 1 (its 30 s limit is 30
+// real s, which no loaded machine reaches), except in the tests of its limits,
+// at the fake's scale, where the 30 s cap is 150 real ms.
 const SCALE = 200;
 let cloud: FakeCloud;
 const clients: ServiceApi[] = [];
@@ -25,13 +26,13 @@ afterAll(async () => {
   await cloud.close();
 });
 
-function client(token: string | (() => string | undefined) = cloud.devices[0]!.accessToken, timeoutMs?: number): ServiceApi {
+function client(token: string | (() => string | undefined) = cloud.devices[0]!.accessToken, timeoutMs?: number, scale = 1): ServiceApi {
   const api = createServiceApi({
     baseUrl: cloud.url,
     token,
     firmwareVersion: '2.3.4-rc.1',
     agentVersion: '9.9.9',
-    clock: new SystemClock(SCALE),
+    clock: new SystemClock(scale),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
   });
   clients.push(api);
@@ -196,7 +197,7 @@ describe('typed errors, one request each', () => {
     // The answer never comes within the test: only the client's limit can end the call.
     cloud.control.addFault({ kind: 'delay', path: '/v2/devices/me', delayMs: 3_600_000 });
     const started = Date.now();
-    const err = await failure(client().getDevice());
+    const err = await failure(client(undefined, undefined, SCALE).getDevice());
     expect(err).toMatchObject({ kind: 'network', details: { code: 'ETIMEDOUT' } });
     expect(err.message).toContain('within 30 s');
     // Not before 30 agent s (150 real ms): a timer never fires early, so a loaded machine only adds to this.
@@ -208,7 +209,7 @@ describe('typed errors, one request each', () => {
     // Two calls at once, neither ever answered: the one with a 2 s limit gives up before the one held to
     // the client-wide 30 s cap. An order, not a window: both limits are timers of this process.
     cloud.control.addFault({ kind: 'delay', path: '/health', delayMs: 3_600_000 });
-    const api = client();
+    const api = client(undefined, undefined, SCALE);
     const ended: string[] = [];
     const short = failure(api.health(undefined, 2_000)).finally(() => ended.push('2 s limit'));
     const capped = failure(api.health()).finally(() => ended.push('30 s cap'));
@@ -229,7 +230,7 @@ describe('typed errors, one request each', () => {
   });
 
   test('an aborted call rejects with the signal reason, not as a network fault', async () => {
-    cloud.control.addFault({ kind: 'delay', path: '/v2/devices/me', delayMs: 20_000 });
+    cloud.control.addFault({ kind: 'delay', path: '/v2/devices/me', delayMs: 3_600_000 });
     const ac = new AbortController();
     const before = cloud.journal.length;
     const p = client().getDevice(ac.signal);
