@@ -34,6 +34,7 @@ import { uploadRows } from '../../agent/uploads/upload-rows.js';
 import { UploadWorker } from '../../agent/uploads/upload-worker.js';
 import { UploadsUnit } from '../../agent/uploads/uploads-unit.js';
 import { FakeClock, flushMicrotasks } from '../support/fake-clock.js';
+import { realtimeDeps } from './realtime-stubs.js';
 
 const PART = 16 * 1024;
 const dirs: string[] = [];
@@ -302,22 +303,17 @@ describe('the workers at the last part, with a cancel asked', () => {
       const lastParts = new LastParts();
       if (cancelFirst) lastParts.stop('r:1');
       const s = storage((key) => key.endsWith('final'));
-      const worker = new RealtimeWorker({
-        assets: {
-          createRealtime: async () => ({ value: { id: 'rt' }, meta: {} }) as never,
-          realtimeParts: async (_id, parts) => ({ value: parts.map((p) => `http://127.0.0.1/_storage/rt/${p.number}${p.final === true ? 'final' : ''}`), meta: {} }) as never,
-        },
-        storage: s,
-        outbox: { progress: async () => undefined, flush: async () => undefined },
-        clock: new FakeClock(),
-        serverNow: () => Date.UTC(2026, 0, 1),
-        channelId: async () => undefined,
-        index: { has: () => false, add: async () => undefined, addRecording: async () => undefined },
-        deleteAfterUpload: false,
-        settleMs: 1_000,
-        partBytes: PART,
-        lastParts,
-      });
+      const worker = new RealtimeWorker(
+        realtimeDeps({
+          assets: {
+            createRealtime: async () => ({ value: { id: 'rt' }, meta: {} }) as never,
+            realtimeParts: async (_id, parts) => ({ value: parts.map((p) => `http://127.0.0.1/_storage/rt/${p.number}${p.final === true ? 'final' : ''}`), meta: {} }) as never,
+          },
+          storage: s,
+          partBytes: PART,
+          lastParts,
+        }),
+      );
       const outcome = worker.run({ id: 'r:1', kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 0, state: 'pending' }, new AbortController().signal);
       let late: Promise<boolean> | undefined;
       if (!cancelFirst) {

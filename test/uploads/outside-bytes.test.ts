@@ -32,6 +32,7 @@ import type { UploadPayload, UploadProgress } from '../../agent/uploads/upload-i
 import { nodeUploadFiles, type UploadFiles } from '../../agent/uploads/version-check.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { seeded } from '../support/seeded.js';
+import { realtimeDeps } from './realtime-stubs.js';
 
 const MARKER = Buffer.from('C2C-TEST-CREDENTIALS-MARKER;');
 const PART = 16 * 1024;
@@ -231,21 +232,16 @@ describe('a hard link to credentials.json in the media dir', () => {
     const calls: string[] = [];
     // Stopped at once should it get as far as an asset: the run would otherwise wait for the recording to end.
     const ac = new AbortController();
-    const worker = new RealtimeWorker({
-      assets: {
-        createRealtime: async () => (calls.push('create'), ac.abort(), { value: { id: 'a' }, meta: {} }) as never,
-        realtimeParts: async () => (calls.push('parts'), { value: ['http://127.0.0.1/_storage/a/1'], meta: {} }) as never,
-      },
-      storage: { put: async () => (calls.push('put'), { status: 200 }) },
-      outbox: { progress: async () => undefined, flush: async () => undefined },
-      clock: new FakeClock(),
-      serverNow: () => Date.UTC(2026, 0, 1),
-      channelId: async () => undefined,
-      index: { has: () => false, add: async () => undefined, addRecording: async () => undefined },
-      deleteAfterUpload: false,
-      settleMs: 1_000,
-      roots: { roots: [media] },
-    });
+    const worker = new RealtimeWorker(
+      realtimeDeps({
+        assets: {
+          createRealtime: async () => (calls.push('create'), ac.abort(), { value: { id: 'a' }, meta: {} }) as never,
+          realtimeParts: async () => (calls.push('parts'), { value: ['http://127.0.0.1/_storage/a/1'], meta: {} }) as never,
+        },
+        storage: { put: async () => (calls.push('put'), { status: 200 }) },
+        roots: { roots: [media] },
+      }),
+    );
     const out = await worker.run({ id: 'b:1', kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 0, state: 'pending' }, ac.signal);
     expect(out).toMatchObject({ result: 'dead', reason: expect.stringMatching(/rec\.mp4\.part' is not uploaded: a file with 2 names \(hard links\)/) });
     expect(calls).toEqual([]);

@@ -28,6 +28,7 @@ import { UploadWorker } from '../../agent/uploads/upload-worker.js';
 import { NotTaken, nodeUploadFiles, openForUpload } from '../../agent/uploads/version-check.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { ownDirs } from '../../agent/daemon/units.js';
+import { realtimeDeps } from './realtime-stubs.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -134,21 +135,16 @@ describe('a media dir replaced by a link to the state dir', () => {
     const payload: RealtimePayload = { path: part, finalPath: path.join(media, 'rec.mp4'), name: 'rec.mp4', filetype: 'video/mp4', mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
     const calls: string[] = [];
     const ac = new AbortController();
-    const worker = new RealtimeWorker({
-      assets: {
-        createRealtime: async () => (calls.push('create'), ac.abort(), { value: { id: 'a' }, meta: {} }) as never,
-        realtimeParts: async () => (calls.push('parts'), { value: ['http://127.0.0.1/_storage/a/1'], meta: {} }) as never,
-      },
-      storage: { put: async () => (calls.push('put'), { status: 200 }) },
-      outbox: { progress: async () => undefined, flush: async () => undefined },
-      clock: new FakeClock(),
-      serverNow: () => Date.UTC(2026, 0, 1),
-      channelId: async () => undefined,
-      index: { has: () => false, add: async () => undefined, addRecording: async () => undefined },
-      deleteAfterUpload: false,
-      settleMs: 1_000,
-      roots: { roots: [media], own: [state] },
-    });
+    const worker = new RealtimeWorker(
+      realtimeDeps({
+        assets: {
+          createRealtime: async () => (calls.push('create'), ac.abort(), { value: { id: 'a' }, meta: {} }) as never,
+          realtimeParts: async () => (calls.push('parts'), { value: ['http://127.0.0.1/_storage/a/1'], meta: {} }) as never,
+        },
+        storage: { put: async () => (calls.push('put'), { status: 200 }) },
+        roots: { roots: [media], own: [state] },
+      }),
+    );
     const out = await worker.run({ id: 'b:2', kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 0, state: 'pending' }, ac.signal);
     expect(out).toMatchObject({ result: 'dead', reason: expect.stringContaining("the agent's own") });
     expect(calls).toEqual([]);
