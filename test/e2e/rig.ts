@@ -74,6 +74,8 @@ export class Rig {
   /** The unit's machine: agent time is virtual time minus its boot. */
   readonly machine: Machine = { bootAt: -UPTIME_MS, wallErrorMs: 0 };
   readonly stats: WireStats = { answers: new Map() };
+  /** The firmware version every start is given unless its env names one; undefined: none (the agent sends 0.0.0 and warns). */
+  firmware: string | undefined = '0.9.3';
   /** Every daemon's log lines, in order. */
   readonly lines: LogLine[] = [];
   /** Every request the daemons put on the wire, answered or not (a refused one never reaches the journal). */
@@ -163,6 +165,8 @@ export class Rig {
   /** The environment `run` would be given (C2C_* only: nothing of the test process's own leaks in). */
   private env(extra: Record<string, string>): NodeJS.ProcessEnv {
     return {
+      // A camera names its firmware (below 1.0.0: the generic profile); firmware: undefined leaves it unset.
+      ...(this.firmware !== undefined && { C2C_FIRMWARE_VERSION: this.firmware }),
       C2C_CONFIG: join(this.root, 'config.json'),
       C2C_HOST_ROOT: this.host,
       ...(this.credentials === 'env' ? { C2C_TOKEN: this.device.accessToken } : { C2C_CLIENT_ID: this.device.clientId, C2C_CLIENT_SECRET_FILE: this.secretFile }),
