@@ -109,9 +109,11 @@ describe('processAlive', () => {
   });
 
   it('a real zombie holding the lock is dead to the lock and to status', async () => {
-    // The shell forks a child that exits at once, then becomes `sleep`, which never reaps it. The zombie
-    // lasts as long as that `sleep`: far past the test (killed at its end), however loaded the machine.
-    const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // The shell forks a child that exits a second later, then becomes `sleep`, which never reaps it. The
+    // zombie lasts as long as that `sleep`: far past the test (killed at its end), however loaded the
+    // machine. The child must outlive the exec: a shell reaps a child that ended before it (seen on a
+    // loaded machine with `sleep 0`: the pid was gone, never a zombie).
+    const parent = spawn('sh', ['-c', 'sleep 1 & echo $!; exec sleep 600'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (d: Buffer) => resolve(Number(String(d).trim()))));
       await until('the child a zombie', () => procStatOf(pid)?.state === 'Z', { everyMs: 10 }).catch(() => undefined);
