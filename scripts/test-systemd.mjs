@@ -170,19 +170,22 @@ try {
   check('no token in clear', refreshed.value !== undefined && clearFiles === '' && sealed.startsWith('{"format":"c2c-agent-credentials-encrypted"'),
     `${refreshed.value ?? 'fewer than 2'} refreshes since pairing; credentials.json starts ${JSON.stringify(sealed.slice(0, 48))}; files under /var/lib/c2c-agent with a token in clear: ${clearFiles === '' ? 'none' : clearFiles.split('\n').join(', ')}`);
 
-  // 7c. A restart reads the encrypted credentials back and goes on.
+  // 7c. A restart reads the encrypted credentials back and goes on: the new process verifies the
+  // token it decrypted (GET /v2/devices/me) and is online. Not a new heartbeat within the wait: the
+  // 60 s rule and the jitter may put it minutes after a heartbeat just before the restart.
   const beatsBefore = machine.admin(adminUrl, `/referee/${deviceId}`).successfulHeartbeats;
   const needsPairing = () => Number(machine.sh(`journalctl -u ${UNIT} -o cat | grep -c -- '-> needs-pairing'`).stdout.trim());
   const needsPairingBefore = needsPairing();
+  const pidBefore = machine.show(UNIT, ['MainPID']).MainPID;
   const restart = machine.sh(`systemctl restart ${UNIT}`);
   const again = await waitFor('online after the restart', () => {
-    const r = machine.admin(adminUrl, `/referee/${deviceId}`);
-    return /^online/.test(statusLine()) && r.successfulHeartbeats > beatsBefore ? r : undefined;
+    const pid = machine.show(UNIT, ['MainPID']).MainPID;
+    return pid !== pidBefore && pid !== '0' && /^online/.test(statusLine()) ? machine.admin(adminUrl, `/referee/${deviceId}`) : undefined;
   }, 30_000);
   const needsPairingAfter = needsPairing();
   check('restart', restart.status === 0 && again.value !== undefined && needsPairingAfter === needsPairingBefore, again.value
-    ? `systemctl restart; online and heartbeating again after ${secs(again.ms)} (${beatsBefore} -> ${again.value.successfulHeartbeats} heartbeats); needs-pairing since: ${needsPairingAfter - needsPairingBefore}`
-    : `not online with a new heartbeat within ${secs(again.ms)}: ${statusLine()}`);
+    ? `systemctl restart; a new process online (its token verified) after ${secs(again.ms)} (${beatsBefore} -> ${again.value.successfulHeartbeats} heartbeats so far); needs-pairing since: ${needsPairingAfter - needsPairingBefore}`
+    : `no new process online within ${secs(again.ms)}: ${statusLine()}`);
 
   // 8. systemd-analyze security on the running unit.
   const sec = machine.sh(`SYSTEMD_COLORS=0 systemd-analyze security ${UNIT}`);
