@@ -17,6 +17,7 @@
 // codes, the locks, the attempt record read by another process, the socket
 // seen from another process, systemd-notify and the watchdog's real-time
 // pings, the CLI's output, kills and power cuts with what they leave on disk.
+import { jest } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +36,10 @@ import { apiSocketOf } from '../../agent/localapi/local-api-unit.js';
 import { startFakeCloud, type FakeCloud, type FakeCloudOptions, type InjectRequest, type JournalEntry, type SeededDevice } from '../fake-cloud/index.js';
 import { fleetWire, type WireStats } from '../fleet/wire.js';
 import { DeviceClock, derive, seeded, settle, VirtualClock, type Machine } from '../support/virtual-clock.js';
+
+// A bound against a hang, not a speed test: an agent hour here costs about a real second alone, several
+// beside two workers and a busy machine (a CI run saw a start-up case pass jest's 30 s default).
+jest.setTimeout(120_000);
 
 /** Wall time at virtual 0, for the fake's ISO times and the agent's wall clock. */
 export const WALL_START = Date.UTC(2026, 0, 1);

@@ -273,9 +273,16 @@ const IN_FLIGHT = /^(FSReq|FileHandle|CloseReq|Immediate$)/;
  * wrapper that costs twice as much per turn, and a rig takes thousands.
  */
 export async function settle(): Promise<void> {
-  do await new Promise<void>((resolve) => nextTurn(resolve));
-  while (process.getActiveResourcesInfo().some((r) => IN_FLIGHT.test(r)));
+  // Bounded: something else in the worker that keeps a request or an immediate in flight for good
+  // (a suite before this one in the same jest worker) must not hold the clock still forever.
+  for (let round = 0; round < SETTLE_MAX_ROUNDS; round++) {
+    await new Promise<void>((resolve) => nextTurn(resolve));
+    if (!process.getActiveResourcesInfo().some((r) => IN_FLIGHT.test(r))) return;
+  }
 }
+
+/** Rounds of settle() at most: far more than any timer's file I/O takes (a few to a few dozen). */
+const SETTLE_MAX_ROUNDS = 5_000;
 
 /** A few turns of the event loop: the unit tests' settle (FakeClock), for promise chains with no real I/O. */
 export async function flushMicrotasks(): Promise<void> {
