@@ -12,6 +12,7 @@ import { AgentError } from '../lib/errors.js';
 import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import { CLOCK_CHECK_REUSE_MS, CLOCK_CHECK_TIMEOUT_MS, CLOCK_WRONG_MS, CONNECT_TIMEOUT_MS, LOOKUP_TIMEOUT_MS, REQUEST_TIMEOUT_MS, SEND_TIMEOUT_MS } from '../lib/timing.js';
+import { parseJsonBody } from './json-body.js';
 import { CERT_DATE_CODES, certificateDatesError, clockError, errorForStatus, networkError, refuseInterim, resetOnPlainHttp, unexpectedAnswer } from './http-errors.js';
 import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
@@ -328,7 +329,7 @@ export function createTransport(options: TransportOptions): Transport {
       throw new AgentError('protocol', `${res.what}: answered with content-type '${oneLine(type, 60)}', expected JSON`, withMeta(res));
     }
     try {
-      return JSON.parse(res.body.toString('utf8'));
+      return parseJsonBody(res.body);
     } catch {
       throw new AgentError('protocol', `${res.what}: HTTP ${res.status} body is not valid JSON (${res.body.length} bytes)`, withMeta(res));
     }
@@ -337,7 +338,7 @@ export function createTransport(options: TransportOptions): Transport {
   function errorFor(res: RawResponse): AgentError {
     let body: unknown;
     try {
-      body = JSON.parse(res.body.toString('utf8'));
+      body = parseJsonBody(res.body);
     } catch {
       body = undefined; // an HTML error page from a proxy: the status says enough
     }
