@@ -7,6 +7,7 @@ import { registerSecret } from '../lib/secrets.js';
 import { oneLine } from '../lib/text.js';
 import type { RawResponse, Transport } from './transport.js';
 import type { ResponseMeta } from './types.js';
+import { parseJsonBody } from './json-body.js';
 
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 /** What a camera asks for: upload, and `offline` for a refresh token. */
@@ -62,7 +63,7 @@ const FATAL_HINT: Record<string, string> = {
 function oauthErrorOf(res: RawResponse): string | undefined {
   if (res.status < 400 || res.status > 499) return undefined;
   try {
-    const body = JSON.parse(res.body.toString('utf8')) as unknown;
+    const body = parseJsonBody(res.body) as unknown;
     const code = body !== null && typeof body === 'object' ? (body as Rec).error : undefined;
     return typeof code === 'string' && /^[a-z_]{1,64}$/.test(code) ? code : undefined;
   } catch {
