@@ -26,6 +26,7 @@ import { existsSync } from 'node:fs';
 export const NEEDS = [
   { name: 'test/net', kind: 'jest', paths: '<rootDir>/test/net/', commands: ['ip', 'iptables', 'tc', 'ss'], packages: ['iproute2', 'iptables'], root: true },
   { name: 'test/powercut', kind: 'jest', paths: '<rootDir>/test/powercut/', commands: ['mkfs.ext4', 'e2fsck', 'losetup', 'mount', 'umount'], packages: ['e2fsprogs', 'mount'], root: true },
+  { name: 'test/web/browser', kind: 'jest', paths: '<rootDir>/test/web/browser/', commands: ['chromium'], packages: ['chromium'] },
   { name: 'test:systemd', kind: 'step', commands: ['podman', 'runc', 'debootstrap', 'lintian'], packages: ['podman', 'runc', 'debootstrap', 'lintian'] },
   { name: 'test:arm', kind: 'step', commands: ['qemu-aarch64-static', 'qemu-arm-static', 'apt-cache', 'dpkg-deb'], packages: ['qemu-user-static'], aptLists: true },
 ];
