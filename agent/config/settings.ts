@@ -12,7 +12,7 @@ import { jsonErrorWhere, oneLine, quote, quotePath } from '../lib/text.js';
 import { nearMiss } from '../lib/near-miss.js';
 import type { Settings } from './types.js';
 import { readCaFile } from '../lib/ca-file.js';
-import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWindow } from './setting-values.js';
+import { resolveBoolean, resolveQueueMax, resolveSettle, resolveWeb, resolveWindow } from './setting-values.js';
 import { OTHER_SETTINGS, SETTING_ROWS, type Found, type SettingKey, type SettingRow } from './setting-table.js';
 
 export { DEFAULT_MEDIA_SETTLE_SECONDS, DEFAULT_QUEUE_MAX_BYTES } from './setting-values.js';
@@ -186,6 +186,11 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   const realtimeUploads = realtimeFound === undefined ? undefined : resolveBoolean(realtimeFound, 'realtimeUploads', sources);
   if (realtimeFound === undefined) sources.realtimeUploads = "the firmware profile's realtimeUploads, else default";
   const uploadWindow = resolveWindow(find('uploadWindowCron'), find('uploadWindowMinutes'), sources);
+  const pathFound = (k: 'webCertFile' | 'webKeyFile'): { found: Found; path: string } | undefined => {
+    const f = find(k);
+    return f === undefined ? undefined : { found: f, path: path.resolve(f.baseDir, f.value) };
+  };
+  const web = resolveWeb(find('webListen'), { cert: pathFound('webCertFile'), key: pathFound('webKeyFile') }, sources);
   const apiUrl = resolveApiUrl(find('apiUrl'), configFile, load.requireApiUrl ?? true, sources);
   const timeScale = resolveTimeScale(find('timeScale'), apiUrl, sources);
 
@@ -228,6 +233,7 @@ export function loadSettings(opts: SettingsOptions, env: NodeJS.ProcessEnv = pro
   if (realtimeUploads !== undefined) settings.realtimeUploads = realtimeUploads;
   if (uploadRoots.length > 0) settings.uploadRoots = uploadRoots;
   if (uploadWindow !== undefined) settings.uploadWindow = uploadWindow;
+  if (web !== undefined) settings.web = web;
   if (clientIdFound !== undefined) settings.clientId = clientIdFound.value;
   if (clientSecretFile !== undefined) settings.clientSecretFile = clientSecretFile;
   // Not a setting: where systemd put the unit's credentials (auth/credentials-systemd.ts reads them).

@@ -40,10 +40,24 @@ export interface Settings {
   realtimeUploads?: boolean;
   /** Uploads run only inside this window (cron start, length in minutes), once the wall clock is known good. */
   uploadWindow?: { cron: string; minutes: number; source: string };
+  /** The camera's web page (agent/web/, docs/web-page.md): where it listens; undefined: off, nothing of it loaded. */
+  web?: WebSettings;
   /** What advice says to do when the daemon is not running (lib/advice.ts START_ADVICE unless set). */
   startAdvice: string;
   /** Where each setting came from, e.g. sources.apiUrl = 'environment C2C_API_URL'. */
   sources: Record<string, string>;
+}
+
+/** The webListen setting, checked (config/setting-values.ts resolveWeb), with webCertFile and webKeyFile. */
+export interface WebSettings {
+  /** As given, `0.0.0.0:8080`. */
+  listen: string;
+  /** The address or name to listen on, without brackets: `0.0.0.0`, `::`, `192.168.1.20`. */
+  host: string;
+  port: number;
+  /** HTTPS: the certificate chain and its key (PEM), read when the page starts; absent: plain HTTP. */
+  tls?: { certFile: string; keyFile: string };
+  source: string;
 }
 
 export type AssetType = 'video' | 'audio' | 'data';
