@@ -152,3 +152,32 @@ export const CLOCK_WRONG_MS = 60_000;
 export const CLOCK_CHECK_REUSE_MS = 60_000;
 /** Its time limit: one connection and a header, less than a request's so it never doubles a wait. */
 export const CLOCK_CHECK_TIMEOUT_MS = 10_000;
+
+/**
+ * The camera's web page (agent/web/, docs/web-page.md). The PIN's rule: a
+ * handful of wrong PINs in a row, then a pause the page states, each further
+ * pause of the streak twice the last (agent ms, on the Clock); the streak is
+ * forgotten after a quiet hour or a right PIN. A session unused for half a
+ * day ends. The server's own limits (real ms and counts) keep one phone, or
+ * a scanner on the LAN, from costing the daemon more than its share.
+ */
+export const WEB_PAGE = {
+  pinTries: 5,
+  pinPauseMs: 30_000,
+  pinPauseMaxMs: 15 * 60_000,
+  pinStreakForgetMs: 60 * 60_000,
+  sessionIdleMs: 12 * 3_600_000,
+  maxSessions: 32,
+  maxConnections: 32,
+  /** Live-update streams open at once (one per open page); past it the oldest is ended (its page reconnects). */
+  maxStreams: 8,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  idleTimeoutMs: 30_000,
+  maxHeaderBytes: 8 * 1024,
+  maxBodyBytes: 16 * 1024,
+  /** A live-update stream sent nothing for this long (real ms) gets a comment line, so a dead reader is found. */
+  eventsKeepAliveMs: 20_000,
+  /** Bytes a live-update reader may leave unread before its stream is ended (its page reconnects and reads the status first). */
+  eventsBufferBytes: 256 * 1024,
+} as const;
