@@ -1,4 +1,4 @@
-// SMPTE timecode for real-time logging (docs/real-time-logging.md, "Timecode"):
+// SMPTE timecode for real-time logging (agent/logging/, docs/real-time-logging.md, "Timecode"):
 // a rate, a label HH:MM:SS:FF (HH:MM:SS;FF in drop-frame), and the
 // service's wire shape (docs/service-api.md, "Real-time logging"):
 // `{"smpte_timecode": "01:00:00:00", "rate": {"playback": [24000, 1001],

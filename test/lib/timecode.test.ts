@@ -1,4 +1,4 @@
-// The timecode module (agent/logging/timecode.ts): labels and frame counts
+// The timecode module (agent/lib/timecode.ts): labels and frame counts
 // agree both ways at every rate, drop-frame skips exactly the labels SMPTE
 // skips, time-of-day timecode follows the wall clock, and every malformed
 // value is refused with a line that names it.
@@ -16,7 +16,7 @@ import {
   timeOfDay,
   toSmpteTime,
   type Rate,
-} from '../../agent/logging/timecode.js';
+} from '../../agent/lib/timecode.js';
 
 const RATES: Rate[] = [
   { num: 24000, den: 1001 },
