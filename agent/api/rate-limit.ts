@@ -1,8 +1,8 @@
 // The service's rate-limit headers and Date header, read defensively: a
 // proxy or a misbehaving server may send nonsense, and a bad header must
 // degrade to "unknown", never to an exception or a NaN wait.
+import { dripMs } from '../lib/backoff.js';
 import type { RateLimitInfo } from '../lib/errors.js';
-import { MAX_RETRY_AFTER_MS } from '../lib/timing.js';
 
 export type HeaderBag = Record<string, string | string[] | undefined>;
 
@@ -62,28 +62,30 @@ export const UNANCHORED_RETRY_AFTER_CAP_MS = 300_000;
  * is measured against the server's own Date when it sent one, else against
  * local wall time corrected by `knownOffsetMs` (server minus local, from an
  * earlier answer), so a device whose wall clock is off still waits right.
- * With neither, the delay is bounded by UNANCHORED_RETRY_AFTER_CAP_MS.
+ * With neither, the delay is bounded by UNANCHORED_RETRY_AFTER_CAP_MS (how far
+ * a misread date is trusted). The delay is what the server asked for: how
+ * long the agent honours it (at most MAX_RETRY_AFTER_MS) is lib/backoff.ts's
+ * rule, applied once, where the wait is chosen.
  */
 export function parseRetryAfter(headers: HeaderBag, localWallMs: number, knownOffsetMs?: number): number | undefined {
   const raw = header(headers, 'retry-after');
   if (raw === undefined) return undefined;
   const seconds = raw.trim();
-  if (/^\d{1,10}(\.\d+)?$/.test(seconds)) return Math.min(Number(seconds) * 1000, MAX_RETRY_AFTER_MS);
+  if (/^\d{1,10}(\.\d+)?$/.test(seconds)) return Number(seconds) * 1000;
   const at = parseHttpDate(raw);
   if (at === undefined) return undefined;
   const serverDate = parseHttpDate(header(headers, 'date'));
   const delay = Math.max(0, at - (serverDate ?? localWallMs + (knownOffsetMs ?? 0)));
   const anchored = serverDate !== undefined || (knownOffsetMs !== undefined && Number.isFinite(knownOffsetMs));
-  return Math.min(delay, anchored ? MAX_RETRY_AFTER_MS : UNANCHORED_RETRY_AFTER_CAP_MS);
+  return anchored ? delay : Math.min(delay, UNANCHORED_RETRY_AFTER_CAP_MS);
 }
 
 /**
  * How long to wait after a 429 when Retry-After is absent: in a leaky bucket
- * one request's worth of allowance drips back every window/limit ms.
+ * one request's worth of allowance drips back every window/limit ms
+ * (lib/backoff.ts `dripMs`, which the outbox also waits when the bucket is
+ * empty), at least the service's second.
  */
 export function retryDelayFromWindow(rl: RateLimitInfo): number {
-  if (rl.limit !== undefined && rl.limit > 0 && rl.windowMs !== undefined && rl.windowMs > 0) {
-    return Math.max(DEFAULT_RETRY_AFTER_MS, Math.ceil(rl.windowMs / rl.limit));
-  }
-  return DEFAULT_RETRY_AFTER_MS;
+  return Math.max(DEFAULT_RETRY_AFTER_MS, dripMs(rl) ?? DEFAULT_RETRY_AFTER_MS);
 }

@@ -4,7 +4,7 @@
 // on the injected clock and ends at once when the signal aborts (Ctrl-C,
 // SIGTERM): nothing is written here, so a cancelled pairing leaves nothing.
 import type { ClientCredentials, DeviceCode, OAuthEndpoints, TokenGrant } from '../api/oauth.js';
-import { backoffDelay } from '../lib/backoff.js';
+import { Backoff, retryAfterOf } from '../lib/backoff.js';
 import { sleep, type Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 import type { PairingProgress } from '../core/event-bus.js';
@@ -51,20 +51,21 @@ export async function pairDevice(o: PairingOptions): Promise<TokenGrant> {
   const deadline = o.clock.now() + o.timeoutMs;
   const remaining = (): number => deadline - o.clock.now();
   let codes = 0;
-  let failures = 0;
+  // A new code that could not be had: [1 s, min(30 s, 2 s * 2^n)], or the 429's Retry-After when longer.
+  const failures = new Backoff({ failure: { baseMs: 2_000, capMs: 30_000, floorMs: 1_000 }, random: o.random });
   for (;;) {
     if (codes > 0 && remaining() <= 0) throw timedOut(o.timeoutMs);
     let code: DeviceCode;
     try {
       code = await o.oauth.requestDeviceCode(o.client, o.signal);
-      failures = 0;
+      failures.succeeded();
     } catch (err) {
       const e = asAgentError(err, o.signal);
       // The first code failing is reported as it is: the installer is standing there.
       if (codes === 0 || !transient(e)) throw e;
       if (remaining() <= 0) throw timedOut(o.timeoutMs);
       o.onEvent({ type: 'retrying', error: e });
-      await sleep(o.clock, Math.min(remaining(), backoffDelay({ baseMs: 2_000, capMs: 30_000, floorMs: 1_000 }, ++failures, o.random)), o.signal);
+      await sleep(o.clock, Math.min(remaining(), failures.failed(e)), o.signal);
       continue;
     }
     codes++;
@@ -92,7 +93,7 @@ async function pollUntilDone(o: PairingOptions, deviceCode: string, intervalS: n
     } catch (err) {
       const e = asAgentError(err, o.signal);
       if (!transient(e)) throw e;
-      if (e.kind === 'rate-limited') interval = Math.max(interval, Math.ceil((e.details.retryAfterMs ?? 0) / 1000));
+      if (e.kind === 'rate-limited') interval = Math.max(interval, Math.ceil(retryAfterOf(e) / 1000));
       o.onEvent({ type: 'retrying', error: e });
       continue;
     }

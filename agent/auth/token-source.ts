@@ -23,7 +23,7 @@ import { statSync } from 'node:fs';
 import type { ClientCredentials, OAuthEndpoints } from '../api/oauth.js';
 import type { Settings } from '../config/types.js';
 import type { Clock, Timer } from '../lib/clock.js';
-import { backoffDelay } from '../lib/backoff.js';
+import { Backoff } from '../lib/backoff.js';
 import type { EventBus } from '../core/event-bus.js';
 import { AgentError } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
@@ -68,6 +68,9 @@ export interface TokenSource {
 }
 
 export type CallRefusal = 'retry' | 'not-token';
+
+/** A refresh that could not reach the service is tried again after [15 s, min(10 min, 30 s * 2^n)], or its Retry-After when longer. */
+const REFRESH_BACKOFF = { baseMs: 30_000, capMs: 10 * 60_000, floorMs: 15_000 };
 
 /** Two refreshes, for whatever reason, are at least this far apart when a refused call asks (agent ms). */
 export const MIN_REFRESH_GAP_MS = 60_000;
@@ -120,7 +123,10 @@ export class CredentialsTokenSource implements TokenSource {
   private obtainedAt: number | undefined;
   private inFlight: Promise<RefreshResult> | undefined;
   private timer: Timer | undefined;
-  private failures = 0;
+  /** Refreshes that could not reach the service, in a row (lib/backoff.ts). */
+  private readonly failures: Backoff;
+  /** The wait the last failed refresh called for; undefined while none failed. */
+  private retryIn: number | undefined;
   private running = false;
   /** Agent-monotonic time the current token came into use: a 401 to a request sent before it is about an older token. */
   private tokenSince = -Infinity;
@@ -138,6 +144,7 @@ export class CredentialsTokenSource implements TokenSource {
     private readonly settings: Settings,
     private readonly d: TokenSourceDeps,
   ) {
+    this.failures = new Backoff({ failure: REFRESH_BACKOFF, random: d.random });
     const fileBased = settings.token === undefined || settings.token === '';
     this.fingerprint = fileBased ? () => fingerprintOf(settings.tokenFile) : undefined;
   }
@@ -167,7 +174,7 @@ export class CredentialsTokenSource implements TokenSource {
     this.tokenSince = this.d.clock.now();
     this.rotatedForCallAt = undefined;
     this.callRefusalsNotToken = false;
-    this.failures = 0;
+    this.refreshWent();
     this.arm();
   }
 
@@ -262,8 +269,8 @@ export class CredentialsTokenSource implements TokenSource {
     const lifetimeS = c.expiresInSeconds;
     if ((obtainedAt === undefined || lifetimeS === undefined) && !c.inClear) return;
     const delay =
-      this.failures > 0
-        ? backoffDelay({ baseMs: 30_000, capMs: 10 * 60_000, floorMs: 15_000 }, this.failures, this.d.random)
+      this.retryIn !== undefined
+        ? this.retryIn
         : obtainedAt === undefined || lifetimeS === undefined || c.inClear
           ? 0
           : Math.max(0, obtainedAt + refreshDelay(lifetimeS * 1000, this.d.random) - this.d.clock.now());
@@ -298,8 +305,8 @@ export class CredentialsTokenSource implements TokenSource {
         if (this.fingerprint !== undefined && this.fingerprint() !== before) return this.reloadAfterChange();
         return this.refused(e);
       }
-      this.failures++;
-      this.d.logger?.warn({ err: e.message, failures: this.failures }, `token refresh failed (${why}); retrying with backoff`);
+      this.retryIn = this.failures.failed(e);
+      this.d.logger?.warn({ err: e.message, failures: this.failures.inARow }, `token refresh failed (${why}); retrying with backoff`);
       this.arm();
       throw e;
     }
@@ -319,10 +326,15 @@ export class CredentialsTokenSource implements TokenSource {
     this.creds = credentialsOf(file, c.source);
     this.obtainedAt = this.d.clock.now();
     this.tokenSince = this.obtainedAt;
-    this.failures = 0;
+    this.refreshWent();
     this.d.logger?.info({ why, expiresInSeconds: grant.expiresInSeconds }, 'access token refreshed');
     this.arm();
     return 'refreshed';
+  }
+
+  private refreshWent(): void {
+    this.failures.succeeded();
+    this.retryIn = undefined;
   }
 
   /** The file changed while a refresh was under way (a pairing, an unpairing): the file wins. */

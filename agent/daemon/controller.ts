@@ -10,7 +10,8 @@ import type { Device } from '../api/types.js';
 import { CredentialsWatch } from '../auth/credentials-watch.js';
 import type { CheckWhy, ControllerDeps } from './controller-deps.js';
 import { describe, guarded } from './abort.js';
-import { pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay, startupRetryDelay } from './check-schedule.js';
+import { Backoff } from '../lib/backoff.js';
+import { CHECK_BACKOFF, pairingCheckDelay, pairingRetryDelay, reverifyDelay, reverifyRetryDelay } from './check-schedule.js';
 import { HealthProbe, unreachable } from './reachability.js';
 import { HeartbeatScheduler, type HeartbeatOutcome } from './heartbeat/scheduler.js';
 import type { AttemptRecord } from './heartbeat/policy.js';
@@ -48,13 +49,16 @@ export class Controller implements DaemonUnit {
   private recordWarned = false;
   private checking: { ac: AbortController; since: number } | undefined;
   private credsWatch: CredentialsWatch | undefined;
-  private checkFailures = 0;
+  /** The device checks' failures and 429s in a row, and the waits they call for (lib/backoff.ts). */
+  private readonly checks: Backoff;
   private reauth!: Reauthorization;
   /** Certificates cannot be checked because this unit's clock is off; cleared by the first answer that goes through. */
   private clock: { problem: string; offsetMs?: number | undefined } | undefined;
   private stopped = false;
 
-  constructor(private readonly d: ControllerDeps) {}
+  constructor(private readonly d: ControllerDeps) {
+    this.checks = new Backoff({ ...CHECK_BACKOFF, random: d.random });
+  }
 
   start(): void {
     this.started = this.moment();
@@ -128,7 +132,7 @@ export class Controller implements DaemonUnit {
       reason: this.reason,
       since: this.since,
       started: this.started,
-      consecutiveFailures: this.lastBeat?.consecutiveFailures ?? this.checkFailures,
+      consecutiveFailures: this.lastBeat?.consecutiveFailures ?? this.checks.inARow,
       info: this.d.info,
       device: this.device,
       lastBeat: this.lastBeat,
@@ -210,15 +214,17 @@ export class Controller implements DaemonUnit {
     if (e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
     if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
     if (e.kind === 'protocol' && e.status !== undefined && e.status >= 200 && e.status < 300) return this.checkedUnreadable(e, why);
-    this.checkFailures++;
+    const checks = this.checks;
     const heartbeating = this.scheduler !== undefined;
     if (this.state === 'needs-pairing') {
-      this.armCheck('pairing', pairingRetryDelay(this.checkFailures, this.d.random));
+      checks.count(e);
+      this.armCheck('pairing', pairingRetryDelay(e, checks.inARow, this.d.random));
     } else if (heartbeating) {
-      this.armCheck('periodic', reverifyRetryDelay(this.d.random));
+      checks.count(e);
+      this.armCheck('periodic', reverifyRetryDelay(e, this.d.random));
     } else {
       this.failed(e.kind === 'rate-limited' ? 'rate-limited' : 'offline', e);
-      this.armCheck(why, startupRetryDelay(e, this.checkFailures, this.d.random));
+      this.armCheck(why, checks.failed(e));
       if (unreachable(e) && !this.probeUsed) this.probe?.start();
     }
     this.publish(false);
@@ -241,7 +247,7 @@ export class Controller implements DaemonUnit {
       this.device = device;
       this.recordWarned = false;
     }
-    this.checkFailures = 0;
+    this.checks.succeeded();
     this.probeUsed = false;
     this.clock = undefined;
     this.credsWatch?.stop();
@@ -319,9 +325,9 @@ export class Controller implements DaemonUnit {
 
   /** The token may be fine but could not be refreshed (the network): check again later. */
   private cannotRefresh(fail: AgentError): void {
-    this.checkFailures++;
+    const wait = this.checks.failed(fail);
     this.setState('offline', `token refresh failed: ${describe(fail)}`);
-    this.armCheck('confirm', startupRetryDelay(fail, this.checkFailures, this.d.random));
+    this.armCheck('confirm', wait);
     this.publish(false);
   }
 

@@ -1,14 +1,13 @@
 // Replays the outbox while the service can be reached: oldest first, a few
 // items in flight, each kind run by its worker. A failed item stays at the
-// front and the whole queue waits (exponential from about a second on a 429,
-// as the service asks, jittered backoff otherwise); the rate-limit headers
+// front and the whole queue waits (lib/backoff.ts: the service's 429 ladder
+// from about a second, jittered backoff otherwise); the rate-limit headers
 // slow it down before a 429 happens. Nothing is retried forever: after
 // MAX_ATTEMPTS an item is dead-lettered with its last error as the reason.
-import { backoffDelay } from '../lib/backoff.js';
+import { Backoff, dripMs, honoured, SERVICE_429_LADDER } from '../lib/backoff.js';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { RateLimitInfo } from '../lib/errors.js';
 import type { Logger } from '../lib/logger.js';
-import { MAX_RETRY_AFTER_MS } from '../lib/timing.js';
 import { classify, type Outcome } from './outcome.js';
 import type { OutboxItem } from './types.js';
 
@@ -48,9 +47,8 @@ export interface DispatcherDeps {
 }
 
 export const MAX_ATTEMPTS = 50;
-/** The service's advice on a 429: pause about a second, longer on every further one. */
-const RATE_LIMIT_BASE_MS = 1_000;
-const WAIT_CAP_MS = 5 * 60_000;
+/** After a failure, uniform in [1 s, min(5 min, 5 s * 2^n)]; after a 429, the service's ladder from about a second. */
+const DISPATCH_BACKOFF = { failure: { baseMs: 5_000, capMs: 5 * 60_000, floorMs: 1_000 }, rateLimit: SERVICE_429_LADDER };
 
 /**
  * A kind whose attempts keep failing: since its first failure in a row (an
@@ -85,13 +83,15 @@ export class Dispatcher {
   private readonly attempts = new Map<string, { count: number; lastError: string }>();
   private waitUntil = 0;
   private timer: Timer | undefined;
-  private rateLimits = 0;
   private emptyBucketSeen: RateLimitInfo | undefined;
-  private failures = 0;
+  /** The queue's failures and 429s in a row, and the waits they call for. */
+  private readonly backoff: Backoff;
   /** Per kind, the row of failed attempts going on now (KindFailing). */
   private readonly failingRows = new Map<string, KindFailing>();
 
-  constructor(private readonly d: DispatcherDeps) {}
+  constructor(private readonly d: DispatcherDeps) {
+    this.backoff = new Backoff({ ...DISPATCH_BACKOFF, random: d.random });
+  }
 
   start(): void {
     this.running = true;
@@ -168,11 +168,12 @@ export class Dispatcher {
     if (!this.running || !this.gateOpen) return;
     const now = this.d.clock.now();
     const rl = this.d.rateLimit?.();
-    // The bucket is empty: one request's worth drips back every window/limit ms.
+    // The bucket is empty: one request's worth drips back every window/limit ms, honoured like a Retry-After.
     // Once per answer: the headers stay the same until another request replaces them.
-    if (rl !== undefined && rl !== this.emptyBucketSeen && rl.remaining === 0 && rl.limit && rl.windowMs && this.waitUntil <= now) {
+    const drip = rl?.remaining === 0 ? dripMs(rl) : undefined;
+    if (rl !== undefined && drip !== undefined && rl !== this.emptyBucketSeen && this.waitUntil <= now) {
       this.emptyBucketSeen = rl;
-      this.waitUntil = now + Math.ceil(rl.windowMs / rl.limit);
+      this.waitUntil = now + honoured(drip);
     }
     if (now < this.waitUntil) return this.arm(this.waitUntil - now);
     // The window is per kind: a long upload must not hold back a channel sync.
@@ -235,8 +236,7 @@ export class Dispatcher {
     if (outcome.result === 'done') {
       this.attempts.delete(item.id);
       this.noteRow(item.kind, false);
-      this.failures = 0;
-      this.rateLimits = 0;
+      this.backoff.succeeded();
       return this.record(item, this.d.outbox.done(item.id, outcome.note));
     }
     if (outcome.result === 'dead') {
@@ -265,19 +265,9 @@ export class Dispatcher {
       a.lastError = `${e.message}; not a token problem (the token in use was refreshed or is being verified), so this item waits like any refused call`;
     }
     this.attempts.set(item.id, a);
-    const now = this.d.clock.now();
-    let wait: number;
-    if (e.kind === 'rate-limited') {
-      this.rateLimits++;
-      const expo = Math.min(WAIT_CAP_MS, RATE_LIMIT_BASE_MS * 2 ** Math.min(this.rateLimits - 1, 20));
-      wait = Math.max(e.details.retryAfterMs ?? 0, expo * (0.75 + 0.5 * this.d.random()));
-    } else {
-      // Another failure breaks a run of 429s, as in the heartbeat's rules.
-      this.rateLimits = 0;
-      this.failures++;
-      wait = backoffDelay({ baseMs: 5_000, capMs: WAIT_CAP_MS, floorMs: 1_000 }, this.failures, this.d.random);
-    }
-    this.waitUntil = Math.max(this.waitUntil, now + Math.min(wait, MAX_RETRY_AFTER_MS));
+    // A 429 climbs its ladder and honours Retry-After; another failure ends a row of 429s, as in the heartbeat's rules.
+    const wait = this.backoff.failed(e);
+    this.waitUntil = Math.max(this.waitUntil, this.d.clock.now() + wait);
     this.d.logger?.debug({ id: item.id, kind: item.kind, attempt: a.count, waitMs: Math.round(wait), err: a.lastError }, 'outbox item will be retried');
   }
 }

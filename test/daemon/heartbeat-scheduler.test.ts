@@ -161,7 +161,8 @@ describe('HeartbeatScheduler', () => {
     h.scheduler.start();
     await h.clock.advance(30 * MIN);
     const g = h.gaps().map((x) => Math.round(x / S));
-    expect(g.slice(0, 6)).toEqual([62, 120, 240, 300, 300, 300]);
+    // The service's ladder from 60 s (lib/backoff.ts rateLimitDelay): 60, 120, 240 s nominal, the draw of 1 at +25 %, at most 5 min.
+    expect(g.slice(0, 6)).toEqual([75, 150, 300, 300, 300, 300]);
     storm = false;
     await h.clock.advance(10 * MIN);
     const n = h.outcomes.length;

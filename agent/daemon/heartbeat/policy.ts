@@ -5,8 +5,8 @@
 // The service sees a request somewhere between our send and the end of our
 // wait for it, so spacing is measured from the END of the previous attempt
 // and the 300 s ceiling from the START of the previous success.
-import { backoffDelay } from '../../lib/backoff.js';
-import { ATTEMPT_GUARD_MS, HEARTBEAT_WINDOW_SECONDS, MAX_AFTER_SUCCESS_MS, MAX_RETRY_AFTER_MS, MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../lib/timing.js';
+import type { BackoffOptions } from '../../lib/backoff.js';
+import { ATTEMPT_GUARD_MS, HEARTBEAT_WINDOW_SECONDS, MAX_AFTER_SUCCESS_MS, MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../lib/timing.js';
 
 const RATE_LIMIT_CAP_MS = 300_000;
 const FAILURE_CAP_MS = 300_000;
@@ -107,19 +107,19 @@ export function nextAfterSuccess(bounds: Bounds, startedAt: number, endedAt: num
   return Math.max(Math.min(drawn, startedAt + MAX_AFTER_SUCCESS_MS), earliestNext(endedAt));
 }
 
-/** After a network error, timeout, 5xx or unreadable answer: jittered exponential backoff. */
-export function nextAfterFailure(failures: number, endedAt: number, random: () => number): number {
-  const wait = backoffDelay({ baseMs: 30_000, capMs: FAILURE_CAP_MS, floorMs: MIN_SPACING_MS }, failures, random);
-  return Math.max(endedAt + wait, earliestNext(endedAt));
-}
-
 /**
- * After the n-th 429 in a row: the longest of Retry-After (or the window
- * hint the client derived), an exponential wait with jitter, and the spacing.
+ * The heartbeat's backoff (lib/backoff.ts, one object per scheduler): after
+ * the n-th failure in a row (network, timeout, 5xx, an unreadable answer)
+ * uniform in [60 s, min(5 min, 30 s * 2^n)]; after the n-th 429 in a row the
+ * service's ladder from 60 s (60, 120, 240 s nominal, +-25 %, at most 5 min)
+ * or the Retry-After (or the window hint the client derived) when longer.
  */
-export function nextAfterRateLimit(n: number, endedAt: number, retryAfterMs: number | undefined, random: () => number): number {
-  const expo = Math.min(RATE_LIMIT_CAP_MS, 30_000 * 2 ** Math.min(n, 20));
-  const jittered = expo / 2 + (random() * expo) / 2;
-  const honoured = Math.min(Math.max(0, retryAfterMs ?? 0), MAX_RETRY_AFTER_MS);
-  return Math.max(endedAt + jittered, endedAt + honoured, earliestNext(endedAt));
+export const HEARTBEAT_BACKOFF: Pick<BackoffOptions, 'failure' | 'rateLimit'> = {
+  failure: { baseMs: 30_000, capMs: FAILURE_CAP_MS, floorMs: MIN_SPACING_MS },
+  rateLimit: { baseMs: MIN_SPACING_MS, capMs: RATE_LIMIT_CAP_MS },
+};
+
+/** After a failed attempt that ended at `endedAt`: the backoff's wait, never inside the spacing. */
+export function nextAfterWait(endedAt: number, waitMs: number): number {
+  return Math.max(endedAt + waitMs, earliestNext(endedAt));
 }

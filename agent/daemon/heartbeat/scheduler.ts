@@ -6,7 +6,8 @@ import { AgentError } from '../../lib/errors.js';
 import type { ApiResult } from '../../api/types.js';
 import { guarded } from '../abort.js';
 import { probeDelay, probeOnce, unreachable } from '../reachability.js';
-import { earliestNext, firstAttemptAt, lastEndOf, nextAfterFailure, nextAfterRateLimit, nextAfterSuccess, type AttemptRecord, type Bounds } from './policy.js';
+import { Backoff } from '../../lib/backoff.js';
+import { earliestNext, firstAttemptAt, HEARTBEAT_BACKOFF, lastEndOf, nextAfterSuccess, nextAfterWait, type AttemptRecord, type Bounds } from './policy.js';
 
 export type HeartbeatResult = 'ok' | 'paused' | 'rate-limited' | 'failed' | 'aborted';
 
@@ -48,10 +49,12 @@ export class HeartbeatScheduler {
   private probes = 0;
   /** A probe already cut this outage's backoff short once: no more until a success. */
   private shortcutUsed = false;
-  private failures = 0;
-  private rateLimits = 0;
+  /** The failures and 429s in a row, and the waits they call for. */
+  private readonly backoff: Backoff;
 
-  constructor(private readonly o: SchedulerOptions) {}
+  constructor(private readonly o: SchedulerOptions) {
+    this.backoff = new Backoff({ ...HEARTBEAT_BACKOFF, random: o.random });
+  }
 
   start(): void {
     if (this.running) return;
@@ -150,17 +153,12 @@ export class HeartbeatScheduler {
     this.probeAt = undefined;
     if (o.result === 'ok' || o.result === 'paused') {
       // A paused device is still answered by the service: keep it shown as alive.
-      this.failures = 0;
-      this.rateLimits = 0;
+      this.backoff.succeeded();
       this.shortcutUsed = false;
       this.nextAt = nextAfterSuccess(this.o.bounds, o.startedAt, endedAt, r);
-    } else if (o.result === 'rate-limited') {
-      this.rateLimits++;
-      this.nextAt = nextAfterRateLimit(this.rateLimits, endedAt, o.error?.details.retryAfterMs, r);
     } else {
-      this.failures++;
-      this.rateLimits = 0;
-      this.nextAt = nextAfterFailure(this.failures, endedAt, r);
+      // A 429 climbs its own ladder and honours Retry-After; any other failure ends a row of 429s (lib/backoff.ts).
+      this.nextAt = nextAfterWait(endedAt, this.backoff.failed(o.error));
       // Unreachable: watch for the network to come back with cheap health probes, so
       // the one heartbeat after reconnection goes out as soon as the spacing allows.
       // Once per outage only: if the hurried attempt fails too, /health answering
@@ -171,7 +169,7 @@ export class HeartbeatScheduler {
         this.probeAt = earliestNext(endedAt);
       }
     }
-    const failures = o.result === 'rate-limited' ? this.rateLimits : this.failures;
+    const failures = o.result === 'rate-limited' ? this.backoff.rateLimits : this.backoff.failures;
     this.o.onOutcome({ ...o, endedAt, nextAt: this.nextAt, consecutiveFailures: failures });
   }
 
