@@ -4,7 +4,8 @@
 import compare from 'semver/functions/compare.js';
 import { loadSettings } from '../config/settings.js';
 import { describeRange, loadProfiles, selectProfile } from '../config/profiles.js';
-import type { FirmwareProfile } from '../config/types.js';
+import type { FirmwareProfile, InputSpec } from '../config/types.js';
+import { formatRate } from '../lib/timecode.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 
@@ -29,10 +30,23 @@ function profileSummary(p: FirmwareProfile, selected: boolean): Record<string, u
     range: describeRange(p),
     assetType: p.assetType,
     heartbeat: p.heartbeat,
-    channels: p.channels.map((c) => ({ key: c.key, name: c.name, assetType: c.assetType, deviceModelId: c.deviceModelId })),
+    channels: p.channels.map((c) => ({ key: c.key, name: c.name, assetType: c.assetType, deviceModelId: c.deviceModelId, ...(c.inputs !== undefined && { inputs: c.inputs.map(inputSummary) }) })),
     requiredMetadata: p.requiredMetadata,
+    ...(p.inputDevice !== undefined && { inputDevice: p.inputDevice }),
+    ...(p.timecode !== undefined && { timecode: { rate: formatRate(p.timecode.rate), dropFrame: p.timecode.dropFrame } }),
     selected,
   };
+}
+
+/** An input as `profiles --json` shows it: its key as the profile wrote it, and its code. */
+const inputSummary = (i: InputSpec): Record<string, unknown> => ({ index: i.index, name: i.name, ...(i.key !== undefined && { key: i.keyName ?? i.key, keyCode: i.key }) });
+
+/** The buttons of a profile (real-time logging), a line each, and where their keys and the time-of-day timecode come from. */
+function inputLines(p: FirmwareProfile): string[] {
+  const lines = p.channels.flatMap((c) => (c.inputs ?? []).map((i) => `  ${c.key} ${i.index}: ${i.name}${i.key === undefined ? '' : ` (key ${i.keyName !== undefined && i.keyName !== String(i.key) ? `${i.keyName}, ${i.key}` : i.key})`}`));
+  if (lines.length === 0) return [];
+  const tc = p.timecode === undefined ? 'no timecode unless the press gives one' : `time-of-day timecode at ${formatRate(p.timecode.rate)}${p.timecode.dropFrame ? ' drop-frame' : ''}`;
+  return [`${p.id} inputs (c2c-agent press CHANNEL INDEX; ${tc}${p.inputDevice === undefined ? '' : `; keys read from ${p.inputDevice} under the host root`}):`, ...lines];
 }
 
 function table(rows: string[][]): string[] {
@@ -69,7 +83,7 @@ export async function run(ctx: CommandContext): Promise<number> {
     printJson({ ok: true, exitCode: 0, ...facts, selected: selected.id, profiles: profiles.map((p) => profileSummary(p, p === selected)) });
   } else {
     listHuman(profiles, selected, settings.profilesDir);
-    printLine(`firmware ${fw} (from ${fwSource}) selects ${selected.id}: ${selected.name}`);
+    printLine(`firmware ${fw} (from ${fwSource}) selects ${selected.id}: ${selected.name}`, ...inputLines(selected));
   }
   return 0;
 }

@@ -22,7 +22,9 @@ import { validate as matchesSchema } from './profile-schema-validator.js';
 import { HEARTBEAT_WINDOW_SECONDS } from '../lib/timing.js';
 import { isStrictSemver } from './firmware.js';
 import { jsonErrorWhere, oneLine, quote } from '../lib/text.js';
-import type { ChannelSpec, FirmwareProfile } from './types.js';
+import { keyCodeOf } from '../lib/key-codes.js';
+import { dropFrameAllowed, formatRate, parseRate, TimecodeError } from '../lib/timecode.js';
+import type { ChannelSpec, FirmwareProfile, InputSpec } from './types.js';
 
 // Set by scripts/build.mjs: file name -> JSON text of the shipped profiles (not schema.json).
 declare const __C2C_BUILTIN_PROFILES__: Record<string, string> | undefined;
@@ -37,12 +39,20 @@ export function builtinProfileFiles(): Record<string, string> {
   return Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.json') && f !== SCHEMA_FILE).sort().map((f) => [f, readFileSync(path.join(dir, f), 'utf8')]));
 }
 
-function describeAjvError(e: ErrorObject, data: unknown): string {
+/** What a field with several allowed forms (a schema's oneOf) must be, by its name: the branches' own errors would name one form only. */
+const FORMS: Record<string, string> = {
+  key: 'must be a Linux key code (0 to 767) or a KEY_ or BTN_ name such as KEY_ENTER',
+  rate: 'must be a whole number of frames per second (1 to 99) or a fraction "N/D" such as "24000/1001"',
+};
+
+function describeAjvError(first: ErrorObject, all: readonly ErrorObject[], data: unknown): string {
+  // A oneOf failure is reported after its branches' errors: say what the field may be instead.
+  const e = all.find((x) => x.keyword === 'oneOf' && x.instancePath === first.instancePath) ?? first;
   const where = e.instancePath === '' ? '/' : e.instancePath;
   const p = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties') return `${where} has unknown field ${quote(String(p.additionalProperty))}`;
   if (e.keyword === 'required') return `${e.instancePath}/${String(p.missingProperty)} is required`;
-  let text = `${where} ${e.message ?? 'is invalid'}`;
+  let text = `${where} ${(e.keyword === 'oneOf' ? FORMS[e.instancePath.split('/').at(-1) ?? ''] : undefined) ?? e.message ?? 'is invalid'}`;
   if (e.keyword === 'enum') text += ` (${(p.allowedValues as unknown[]).join(', ')})`;
   const value = e.instancePath.split('/').slice(1).reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k.replace(/~1/g, '/').replace(/~0/g, '~')], data);
   // A value from the file is shown cut and escaped (a 5 MiB name must not make a 5 MiB message).
@@ -59,9 +69,11 @@ interface RawProfile {
   maxFirmware?: string;
   assetType: FirmwareProfile['assetType'];
   heartbeat: { minSeconds: number; maxSeconds: number };
-  channels: ChannelSpec[];
+  channels: Array<Omit<ChannelSpec, 'inputs'> & { inputs?: Array<{ index: number; name: string; key?: number | string }> }>;
   requiredMetadata: string[];
   realtimeUploads?: boolean;
+  inputDevice?: string;
+  timecode?: { rate: number | string; dropFrame?: boolean };
 }
 
 /** Parses and checks one profile file; `file` is the name used in messages. */
@@ -74,7 +86,7 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
   }
   if (!matchesSchema(data)) {
     const first = matchesSchema.errors?.[0];
-    throw configError(`${file}: ${first ? describeAjvError(first, data) : 'does not match the profile schema'}`, file);
+    throw configError(`${file}: ${first ? describeAjvError(first, matchesSchema.errors ?? [], data) : 'does not match the profile schema'}`, file);
   }
   const raw = data as RawProfile;
   const fail = (msg: string): never => {
@@ -103,19 +115,72 @@ export function parseProfile(text: string, file: string): FirmwareProfile {
     if (before !== undefined) fail(`/channels/${i}/key ${quote(c.key)} duplicates /channels/${before}/key`);
     keys.set(c.key, i);
   });
+  const inputs = checkInputs(raw, fail);
   const profile: FirmwareProfile = {
     id: raw.id,
     name: raw.name,
     minFirmware: raw.minFirmware,
     assetType: raw.assetType,
     heartbeat: { minSeconds: raw.heartbeat.minSeconds, maxSeconds: raw.heartbeat.maxSeconds },
-    channels: raw.channels.map((c) => ({ key: c.key, name: c.name, assetType: c.assetType, deviceModelId: c.deviceModelId, detect: { anyPath: [...c.detect.anyPath] } })),
+    channels: raw.channels.map((c, i) => ({
+      key: c.key,
+      name: c.name,
+      assetType: c.assetType,
+      deviceModelId: c.deviceModelId,
+      detect: { anyPath: [...c.detect.anyPath] },
+      ...(inputs[i] !== undefined && { inputs: inputs[i] }),
+    })),
     requiredMetadata: [...raw.requiredMetadata],
     file,
   };
   if (raw.maxFirmware !== undefined) profile.maxFirmware = raw.maxFirmware;
   if (raw.realtimeUploads !== undefined) profile.realtimeUploads = raw.realtimeUploads;
+  if (raw.inputDevice !== undefined) profile.inputDevice = raw.inputDevice;
+  if (raw.timecode !== undefined) {
+    let rate: { num: number; den: number } = { num: 0, den: 1 };
+    try {
+      rate = parseRate(raw.timecode.rate, '/timecode/rate');
+    } catch (err) {
+      if (!(err instanceof TimecodeError)) throw err;
+      fail(err.message);
+    }
+    const dropFrame = raw.timecode.dropFrame ?? false;
+    if (dropFrame && !dropFrameAllowed(rate)) fail(`/timecode/dropFrame is true but /timecode/rate ${quote(formatRate(rate))} has no drop-frame (only 30000/1001 and 60000/1001 do)`);
+    profile.timecode = { rate, dropFrame };
+  }
   return profile;
+}
+
+/**
+ * Each channel's inputs (real-time logging, docs/real-time-logging.md): an
+ * index once per channel, a key named or numbered as the kernel has it and
+ * once in the profile (a key-down presses one input), and a key only with an
+ * inputDevice to read it from (and an inputDevice only for keys).
+ */
+function checkInputs(raw: RawProfile, fail: (msg: string) => never): Array<InputSpec[] | undefined> {
+  const keys = new Map<number, string>();
+  const out = raw.channels.map((c, ci) => {
+    if (c.inputs === undefined || c.inputs.length === 0) return undefined;
+    const indexes = new Map<number, number>();
+    return c.inputs.map((input, ii): InputSpec => {
+      const at = `/channels/${ci}/inputs/${ii}`;
+      const before = indexes.get(input.index);
+      if (before !== undefined) fail(`${at}/index ${input.index} duplicates /channels/${ci}/inputs/${before}/index (an index is one input of the channel)`);
+      indexes.set(input.index, ii);
+      const spec: InputSpec = { index: input.index, name: input.name };
+      if (input.key === undefined) return spec;
+      const code = typeof input.key === 'number' ? input.key : keyCodeOf(input.key);
+      if (code === undefined) fail(`${at}/key ${quote(String(input.key))} is not a Linux key name (linux/input-event-codes.h): give its number, or a name such as KEY_ENTER or BTN_0`);
+      const shown = typeof input.key === 'number' ? String(input.key) : `${input.key} (${code})`;
+      const other = keys.get(code!);
+      if (other !== undefined) fail(`${at}/key ${shown} is also ${other}/key: a key presses one input`);
+      keys.set(code!, at);
+      if (raw.inputDevice === undefined) fail(`${at}/key ${shown} needs /inputDevice, the input device its presses are read from (dev/input/by-path/platform-gpio-keys-event on a Raspberry Pi)`);
+      return { ...spec, key: code!, keyName: String(input.key) };
+    });
+  });
+  if (raw.inputDevice !== undefined && keys.size === 0) fail(`/inputDevice ${quote(raw.inputDevice)} is set but no input has a key to read from it`);
+  return out;
 }
 
 /** Checks that hold across files: unique ids, and no two profiles sharing a minFirmware. */

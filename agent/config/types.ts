@@ -69,6 +69,25 @@ export interface ChannelSpec {
   deviceModelId: string;
   /** Detection rule: the channel is present when any of these paths exists under the host root. */
   detect: { anyPath: string[] };
+  /** The buttons that mark takes on this channel (real-time logging, docs/real-time-logging.md); absent when none. */
+  inputs?: InputSpec[];
+}
+
+/** One input of a channel: the service's input index, what the button says, and the key on the profile's inputDevice that presses it. */
+export interface InputSpec {
+  /** 0 to 99, unique within its channel. */
+  index: number;
+  name: string;
+  /** A Linux key code (resolved from a KEY_/BTN_ name at load), unique in the profile; absent: pressed only through the local API and the CLI. */
+  key?: number;
+  /** The key as the profile wrote it, for `profiles` (28 or 'KEY_ENTER'). */
+  keyName?: string;
+}
+
+/** The time-of-day timecode a press without one gets: its rate (lib/timecode.ts) and drop-frame. */
+export interface TimecodeSpec {
+  rate: { num: number; den: number };
+  dropFrame: boolean;
 }
 
 export interface FirmwareProfile {
@@ -81,6 +100,10 @@ export interface FirmwareProfile {
   heartbeat: { minSeconds: number; maxSeconds: number };
   channels: ChannelSpec[];
   requiredMetadata: string[];
+  /** The Linux input device the inputs' keys are read from, relative to the host root; absent when no input has a key. */
+  inputDevice?: string;
+  /** The time-of-day timecode given to a press that carries none; absent: such a press carries no timecode. */
+  timecode?: TimecodeSpec;
   /** This model's recorder writes clips the way real-time uploads expect (docs/uploads.md, "Real-time uploads"): on unless the realtimeUploads setting says otherwise. */
   realtimeUploads?: boolean;
   /** The file it was loaded from (not part of the JSON). */
@@ -90,3 +113,6 @@ export interface FirmwareProfile {
 /** Real-time uploads: the realtimeUploads setting when set, else the profile's field, else off. */
 export const realtimeUploadsOn = (settings: Pick<Settings, 'realtimeUploads'>, profile: Pick<FirmwareProfile, 'realtimeUploads'>): boolean =>
   settings.realtimeUploads ?? profile.realtimeUploads ?? false;
+
+/** Whether any channel of the profile has inputs (real-time logging's buttons). */
+export const profileHasInputs = (profile: Pick<FirmwareProfile, 'channels'>): boolean => profile.channels.some((c) => (c.inputs?.length ?? 0) > 0);
