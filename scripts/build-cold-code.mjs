@@ -41,6 +41,7 @@ const COLD_CODE = [
   'agent/cli/cancel.ts',
   'agent/cli/prefs.ts',
   'agent/cli/priority.ts',
+  'agent/cli/web-pin.ts',
   'agent/cli/command-help.ts',
 ];
 

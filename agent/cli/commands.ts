@@ -17,4 +17,5 @@ export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   prefs: () => import('./prefs.js'),
   channels: () => import('./channels.js'),
   profiles: () => import('./profiles.js'),
+  'web-pin': () => import('./web-pin.js'),
 };

@@ -123,7 +123,7 @@ export class PinLimiter {
 
   constructor(
     private readonly clock: Clock,
-    private readonly rules: Pick<typeof WEB_PAGE, 'pinTries' | 'pinPauseMs' | 'pinPauseMaxMs' | 'pinStreakForgetMs'> = WEB_PAGE,
+    private readonly rules: Record<'pinTries' | 'pinPauseMs' | 'pinPauseMaxMs' | 'pinStreakForgetMs', number> = WEB_PAGE,
   ) {}
 
   /** A try with `typed` against `real`: ok, wrong (tries left, and the pause it began), or refused unseen during a pause. */
@@ -171,7 +171,7 @@ export class Sessions {
 
   constructor(
     private readonly clock: Clock,
-    private readonly rules: Pick<typeof WEB_PAGE, 'sessionIdleMs' | 'maxSessions'> = WEB_PAGE,
+    private readonly rules: Record<'sessionIdleMs' | 'maxSessions', number> = WEB_PAGE,
   ) {}
 
   /** A new session: its token (for the cookie only) and its CSRF token. */

@@ -48,7 +48,7 @@ export interface WebAppDeps {
   /** What the camera answers to; default its interfaces' addresses and its names (security.ts cameraNames). */
   camera?: CameraNames;
   inputs: () => readonly PageInput[];
-  limits?: Partial<typeof WEB_PAGE>;
+  limits?: Partial<Record<keyof typeof WEB_PAGE, number>>;
 }
 
 /**
@@ -94,7 +94,7 @@ export class WebApp {
   private readonly limiter: PinLimiter;
   private readonly allowed = new HandlerMap();
   private readonly streams = new Set<Stream>();
-  private readonly limits: typeof WEB_PAGE;
+  private readonly limits: Record<keyof typeof WEB_PAGE, number>;
   private readonly camera: CameraNames;
 
   constructor(private readonly d: WebAppDeps) {

@@ -37,7 +37,7 @@ export interface WebServerDeps {
   inputs: () => readonly PageInput[];
   /** What the camera answers to (tests name their own). */
   camera?: CameraNames;
-  limits?: Partial<typeof WEB_PAGE>;
+  limits?: Partial<Record<keyof typeof WEB_PAGE, number>>;
 }
 
 export class WebServer implements DaemonUnit {
