@@ -1,13 +1,24 @@
-// The 401 policy for the calls that prove the authorization (GET
+// What a refusal of a call that proves the authorization means (GET
 // /v2/devices/me and heartbeats; other calls ask token-source.ts
-// `callRefused`): refresh once, then verify with
-// GET /v2/devices/me. A refusal of the refresh, or a 401 again to a request
-// made with the refreshed token, ends in needs-pairing, so a 401 can never
-// become a loop (every refresh spends a single-use refresh token). Without a
-// refresh token (C2C_TOKEN) one GET /v2/devices/me confirms a heartbeat's
-// 401 first, as before refresh existed.
+// `callRefused`), the one place for it:
+//
+// - a request sent with a token no longer in use (token-source.ts
+//   `sentWithOlderToken`: a refresh, whoever asked for it, or a reload after
+//   a pairing came after the send): ask again with the new one;
+// - 403, the token is valid but lacks the access or the scope
+//   (docs/service-api.md, "Status codes"; the service's spec: "a request
+//   outside the token's scopes is answered with 403"): a refresh yields a
+//   token of the same grant and spends the single-use refresh token, so
+//   needs-pairing at once, on a device check and on a heartbeat alike; the
+//   token is kept, and the low-rate needs-pairing checks notice access given
+//   back;
+// - 401: refresh once, then verify with GET /v2/devices/me. A refusal of the
+//   refresh, or a 401 again to a request made with the refreshed token, ends
+//   in needs-pairing, so a 401 can never become a loop (every refresh spends
+//   a single-use refresh token). Without a refresh token (C2C_TOKEN) one GET
+//   /v2/devices/me confirms a heartbeat's 401 first, as before refresh
+//   existed.
 import type { TokenSource } from './token-source.js';
-import type { Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
 
 export interface ReauthorizationHooks {
@@ -23,12 +34,11 @@ export class Reauthorization {
   private heartbeat401 = 0;
   /** A refresh answered a 401 and no heartbeat has been accepted since: another 401 is final. */
   private refreshedSince401 = false;
-  /** The latest refresh's end, and whether one runs: a 401 to a request sent before it says nothing about the new token. */
-  private refresh = { doneAt: -Infinity, running: false };
+  /** Refusals are taken one at a time: one that came during another's refresh is judged once that refresh is over. */
+  private turn: Promise<void> = Promise.resolve();
 
   constructor(
-    private readonly tokens: Pick<TokenSource, 'refresh' | 'reject'>,
-    private readonly clock: Clock,
+    private readonly tokens: Pick<TokenSource, 'refresh' | 'reject' | 'sentWithOlderToken'>,
     private readonly on: ReauthorizationHooks,
   ) {}
 
@@ -41,21 +51,26 @@ export class Reauthorization {
     this.heartbeat401 = 0;
   }
 
-  /** A 401 to a request sent at `sentAt` (agent-monotonic). */
-  async unauthorized(e: AgentError, why: string, sentAt: number): Promise<void> {
-    if (this.refresh.running || sentAt < this.refresh.doneAt) {
-      // Sent with a token that a refresh replaced (or is replacing): ask again with the new one,
-      // sharing a refresh under way, never starting another.
-      if (this.refresh.running) await this.tokens.refresh('a request with the previous token was refused').catch(() => undefined);
+  /** A 401 or 403 (`e`) to a request sent at `sentAt` (agent-monotonic). */
+  refused(e: AgentError, why: string, sentAt: number): Promise<void> {
+    const judged = this.turn.then(() => this.judge(e, why, sentAt));
+    this.turn = judged.catch(() => undefined);
+    return judged;
+  }
+
+  private async judge(e: AgentError, why: string, sentAt: number): Promise<void> {
+    if ((await this.tokens.sentWithOlderToken?.(sentAt)) === true) {
+      if (this.on.stopped()) return;
       return this.on.recheck();
     }
+    if (this.on.stopped()) return;
+    if (e.kind === 'forbidden') return this.on.needsPairing(e.message);
     if (this.refreshedSince401) {
       // Refused even after a refresh: the token is dead, and no request may carry it again.
       this.tokens.reject?.(e.message);
       return this.on.needsPairing(e.message);
     }
     this.refreshedSince401 = true;
-    this.refresh.running = true;
     let result;
     try {
       result = await this.tokens.refresh(`the service answered 401 (${why})`);
@@ -63,8 +78,6 @@ export class Reauthorization {
       this.refreshedSince401 = false;
       if (this.on.stopped()) return;
       return this.on.cannotRefresh(err instanceof AgentError ? err : new AgentError('internal', String(err)));
-    } finally {
-      this.refresh = { running: false, doneAt: this.clock.now() };
     }
     if (this.on.stopped() || result === 'refused') return; // the token source has reported the refusal
     if (result === 'refreshed') return this.on.recheck();

@@ -12,8 +12,11 @@
 //
 // The 401 policy lives in auth/ (this file and reauthorization.ts), nowhere
 // else: every rotation spends a single-use refresh token, so whoever meets a
-// 401 asks here and never refreshes on its own. A 401 to a call that proves
-// the authorization (GET /v2/devices/me, a heartbeat) is reauthorization.ts's;
+// 401 asks here and never refreshes on its own. Whether a refused request was
+// sent with an older token is asked here too (`sentWithOlderToken`: this file
+// alone knows when each token came into use, whoever replaced it). A 401 or
+// 403 to a call that proves the authorization (GET /v2/devices/me, a
+// heartbeat) is reauthorization.ts's;
 // a 401 to any other call (assets, channels) is `callRefused()`'s: at most one
 // rotation for such refusals, none within MIN_REFRESH_GAP_MS of another
 // refresh, and once a call has been refused with a token rotated for exactly
@@ -65,6 +68,16 @@ export interface TokenSource {
    * any other refusal. Never throws.
    */
   callRefused?(why: string, sentAt: number): Promise<CallRefusal>;
+  /**
+   * Whether a request sent at `sentAt` (agent-monotonic) carried a token no
+   * longer in use: a refresh in flight is waited for first (shared, never
+   * another started), then true when a newer token came into use after the
+   * send (a refresh, whoever asked for it; a reload after a pairing). A
+   * refusal of such a request says nothing about the token in use: send again.
+   * The one test of "sent with an older token", for reauthorization.ts and
+   * callRefused. Absent: the source never replaces its token.
+   */
+  sentWithOlderToken?(sentAt: number): Promise<boolean>;
 }
 
 export type CallRefusal = 'retry' | 'not-token';
@@ -223,12 +236,14 @@ export class CredentialsTokenSource implements TokenSource {
     return this.inFlight;
   }
 
+  async sentWithOlderToken(sentAt: number): Promise<boolean> {
+    // Refused while a refresh was under way: sent before its token came into use, whatever the clock reads.
+    const replaced = this.inFlight !== undefined && (await this.inFlight.catch(() => undefined)) === 'refreshed';
+    return this.creds !== undefined && (replaced || sentAt < this.tokenSince);
+  }
+
   async callRefused(why: string, sentAt: number): Promise<CallRefusal> {
-    if (this.inFlight) {
-      await this.inFlight.catch(() => undefined);
-      return this.creds ? 'retry' : 'not-token';
-    }
-    if (sentAt < this.tokenSince && this.creds) return 'retry';
+    if (await this.sentWithOlderToken(sentAt)) return 'retry';
     if (this.callRefusalsNotToken) return 'not-token';
     if (this.rotatedForCallAt !== undefined && sentAt >= this.rotatedForCallAt) {
       this.callRefusalsNotToken = true;

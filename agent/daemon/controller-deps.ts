@@ -12,8 +12,8 @@ export interface ControllerDeps {
   random: () => number;
   logger: Logger;
   api: DeviceApi;
-  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, refreshed after a 401, its file watched in needs-pairing. */
-  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh' | 'reject'>;
+  /** Where the api's token comes from: reloaded at start-up and on SIGHUP, refreshed after a 401, asked whether a refused request carried an older token, its file watched in needs-pairing. */
+  tokens: Pick<TokenSource, 'reload' | 'fingerprint' | 'refresh' | 'reject' | 'sentWithOlderToken'>;
   bounds: Bounds;
   lastAttempt?: AttemptRecord | undefined;
   persistAttempt: (rec: AttemptRecord) => Promise<void>;

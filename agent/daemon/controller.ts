@@ -64,7 +64,7 @@ export class Controller implements DaemonUnit {
     this.started = this.moment();
     this.since = this.started;
     this.lastAttempt = this.d.lastAttempt;
-    this.reauth = new Reauthorization(this.d.tokens, this.d.clock, {
+    this.reauth = new Reauthorization(this.d.tokens, {
       recheck: () => void this.check('confirm'),
       needsPairing: (reason) => this.enterNeedsPairing(reason),
       cannotRefresh: (fail) => this.cannotRefresh(fail),
@@ -210,8 +210,8 @@ export class Controller implements DaemonUnit {
     if (this.stopped) return;
     if (device) return this.checked(device, why);
     const e = error as AgentError;
-    if (e.kind === 'unauthorized') return this.reauth.unauthorized(e, why, sentAt);
-    if (e.kind === 'forbidden') return this.enterNeedsPairing(e.message);
+    // 401 and 403 alike: reauthorization.ts says what each means, for a check as for a heartbeat.
+    if (e.kind === 'unauthorized' || e.kind === 'forbidden') return this.reauth.refused(e, why, sentAt);
     if (e.kind === 'paused' && this.device) return this.checked({ ...this.device, status: 'paused' }, why);
     if (e.kind === 'protocol' && e.status !== undefined && e.status >= 200 && e.status < 300) return this.checkedUnreadable(e, why);
     const checks = this.checks;
@@ -301,7 +301,7 @@ export class Controller implements DaemonUnit {
       this.setState('rate-limited', describe(e));
     } else if (e && (e.kind === 'unauthorized' || e.kind === 'forbidden')) {
       void this.stopHeartbeats();
-      void this.reauth.unauthorized(e, 'heartbeat', o.startedAt);
+      void this.reauth.refused(e, 'heartbeat', o.startedAt);
       return;
     } else {
       this.failed('offline', e);

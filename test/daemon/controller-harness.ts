@@ -37,6 +37,8 @@ export function setup(o: Opts = {}) {
   bus.on('stateChanged', published, ({ snapshot, transition }) => void published.push({ snap: snapshot, transition }));
   let reloads = 0;
   let refreshes = 0;
+  let refreshing: Promise<RefreshResult> | undefined;
+  let tokenSince = -Infinity;
   const controller = new Controller({
     clock,
     random: seeded(5),
@@ -49,9 +51,19 @@ export function setup(o: Opts = {}) {
       },
       ...(o.fingerprint && { fingerprint: o.fingerprint }),
       // Without a refresh hook the unit behaves as with C2C_TOKEN: nothing to refresh with.
-      refresh: async () => {
-        refreshes++;
-        return (await o.refresh?.()) ?? 'unavailable';
+      refresh: (): Promise<RefreshResult> => {
+        // As the token source: one refresh at a time; a token that came into use is newer than what was sent before it.
+        refreshing ??= (async () => (refreshes++, (await o.refresh?.()) ?? 'unavailable'))()
+          .then((r) => {
+            if (r === 'refreshed') tokenSince = fake.now();
+            return r;
+          })
+          .finally(() => (refreshing = undefined));
+        return refreshing;
+      },
+      sentWithOlderToken: async (sentAt: number) => {
+        const replaced = refreshing !== undefined && (await refreshing.catch(() => undefined)) === 'refreshed';
+        return replaced || sentAt < tokenSince;
       },
     },
     bounds: boundsOf(DEFAULT_TEST_BOUNDS),
