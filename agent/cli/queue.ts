@@ -7,7 +7,8 @@
 // entries) through its local API (GET /v1/status).
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
-import { statusDocumentOf, type QueueSection, type SkippedSection } from '../core/status-document.js';
+import { readStatusDocument } from '../daemon/status-reader.js';
+import { type QueueSection, type SkippedSection } from '../core/status-document.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { DaemonApi } from './daemon-api.js';
 import { readQueueOf } from '../outbox/reader.js';
@@ -53,7 +54,7 @@ async function daemonView(settings: Settings): Promise<{ view: DaemonQueueView; 
     return { warning: err instanceof AgentError ? err.message : String(err) };
   }
   if (reply === undefined) return {};
-  const doc = reply.status === 200 ? statusDocumentOf(reply.body) : undefined;
+  const doc = reply.status === 200 ? readStatusDocument(reply.body) : undefined;
   if (doc === undefined) return { warning: `the daemon's GET /v1/status answered ${reply.status} with no status document; in flight and attempts not shown` };
   const { queue, uploads } = doc;
   // The document was checked when read (core/status-document.ts); the list is capped here too.

@@ -7,7 +7,8 @@ import { SystemClock } from '../lib/clock.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { readStatus, statusFile } from '../daemon/runtime/status-file.js';
 import { daemonRuns } from '../daemon/runtime/run-lock.js';
-import { statusDocumentOf, type ChannelsSection, type QueueSection, type StatusDocument } from '../core/status-document.js';
+import { readStatusDocument } from '../daemon/status-reader.js';
+import { type ChannelsSection, type QueueSection, type StatusDocument } from '../core/status-document.js';
 import type { Settings } from '../config/types.js';
 import { DaemonApi, refusal } from './daemon-api.js';
 import { formatBytes, formatDuration, oneLine, quotePath } from '../lib/text.js';
@@ -96,7 +97,7 @@ async function askDaemon(settings: Settings): Promise<StatusDocument | undefined
   const reply = await daemon.request('GET', '/v1/status', undefined, 5_000);
   if (reply === undefined) return undefined;
   if (reply.status !== 200) throw refusal(reply, 'GET /v1/status');
-  const doc = statusDocumentOf(reply.body);
+  const doc = readStatusDocument(reply.body);
   if (doc === undefined) throw new AgentError('protocol', `the daemon's answer to GET /v1/status at ${daemon.socket} is not a status document this agent understands`);
   return doc;
 }

@@ -14,6 +14,7 @@
 // optional field or a section that is wrong is dropped whole; anything it
 // does not know is dropped. Nothing secret belongs here.
 import type { RateLimitInfo } from '../lib/errors.js';
+import type { SectionDecl } from './feature.js';
 import { DAEMON_STATES, type DaemonSnapshot, type DaemonState, type Moment } from './state.js';
 
 /** Channels (channels/channels-unit.ts): profile channel keys plugged in, and those the service holds. */
@@ -133,14 +134,23 @@ export interface PrefsSection {
   autoUpload: boolean;
 }
 
-/** One section per reporting unit, named as it appears in status.json. */
-export interface StatusSections {
+/** The sections whose readers are still written here (until their features declare them). */
+interface BuiltInSections {
   channels: ChannelsSection;
   queue: QueueSection;
   uploads: UploadsSection;
   network: NetworkSection;
   prefs: PrefsSection;
 }
+
+/**
+ * One section per reporting unit, named as it appears in status.json. A
+ * feature adds its own from its folder (`declare module
+ * '../core/status-document.js' { interface StatusSections { gizmo: … } }`)
+ * and declares its reader as its `section` (core/feature.ts).
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-interface
+export interface StatusSections extends BuiltInSections {}
 
 /** The device as the document carries it: always present, null while none is known (needs-pairing, before the first device check). */
 export type StatusDevice = NonNullable<DaemonSnapshot['device']> | null;
@@ -342,10 +352,29 @@ const network: Check<NetworkSection> = (v) => {
 const prefs: Check<PrefsSection> = (v) => (isObject(v) && typeof v.autoUpload === 'boolean' ? { autoUpload: v.autoUpload } : undefined);
 
 /** One reader per section: tsc refuses a section added to StatusSections without one. */
-const SECTIONS: { [K in keyof StatusSections]: Check<StatusSections[K]> } = { channels, queue, uploads, network, prefs };
+const SECTIONS: { [K in keyof BuiltInSections]: Check<BuiltInSections[K]> } = { channels, queue, uploads, network, prefs };
 
-/** The status document in `raw` (parsed JSON), as far as it fits; undefined when it is not one (no snapshot). */
-export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
+/** A declared section read from `raw`: its name, else an older one (aliases), when it fits. */
+function declared(raw: Readonly<Record<string, unknown>>, decls: readonly SectionDecl[]): Partial<StatusSections> {
+  const out: Record<string, unknown> = {};
+  for (const d of decls) {
+    for (const name of [d.name, ...(d.aliases ?? [])]) {
+      const v = d.check(raw[name]);
+      if (v !== undefined) {
+        out[d.name] = v;
+        break;
+      }
+    }
+  }
+  return out as Partial<StatusSections>;
+}
+
+/**
+ * The status document in `raw` (parsed JSON), as far as it fits; undefined
+ * when it is not one (no snapshot). `sections`: the features' declared
+ * sections (daemon/status-reader.ts passes those of daemon/features.ts).
+ */
+export function statusDocumentOf(raw: unknown, sections: readonly SectionDecl[] = []): StatusDocument | undefined {
   if (!isObject(raw)) return undefined;
   const snap = {
     state: state(raw.state),
@@ -389,5 +418,6 @@ export function statusDocumentOf(raw: unknown): StatusDocument | undefined {
     ...opt('uploads', SECTIONS.uploads(raw.uploads)),
     ...opt('network', SECTIONS.network(raw.network)),
     ...opt('prefs', SECTIONS.prefs(raw.prefs)),
+    ...declared(raw, sections),
   };
 }

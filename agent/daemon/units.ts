@@ -17,7 +17,11 @@ import { ChannelSyncWorker } from '../channels/sync-worker.js';
 import { realtimeUploadsOn, type FirmwareProfile, type Settings } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { Dispatcher } from '../outbox/dispatcher.js';
+import { Dispatcher, type Worker } from '../outbox/dispatcher.js';
+import { LazyWorkers } from '../outbox/lazy-workers.js';
+import type { FeatureContext } from '../core/feature.js';
+import { buildFeatures, ServiceRegistry } from './feature-host.js';
+import { FEATURES } from './features.js';
 import { Outbox } from '../outbox/outbox.js';
 import { createStorageClient } from '../api/storage.js';
 import { fileTypeOf } from '../uploads/file-type.js';
@@ -182,9 +186,12 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   });
   const realtimeOn = realtimeUploadsOn(settings, i.profile);
 
+  // The listed features' kinds join these, their workers loaded with the first item of a kind (outbox/lazy-workers.ts).
+  const workers: Worker[] = [sync, uploadWorker, realtime];
+  const lazyWorkers = new LazyWorkers(workers, () => dispatcher.kick(), (kinds, err) => logger.error({ kinds, err: err instanceof Error ? err.message : String(err) }, 'cannot load the worker of an outbox kind; its items wait'));
   const dispatcher = new Dispatcher({
     outbox,
-    workers: [sync, uploadWorker, realtime],
+    workers,
     clock,
     random: i.random,
     logger,
@@ -192,7 +199,7 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
     unauthorized: (why, sentAt) => tokens.callRefused(why, sentAt),
     onSettled: () => bus.emit('outboxSettled', {}),
   });
-  const outboxUnit = new OutboxUnit(outbox, dispatcher, bus, logger);
+  const outboxUnit = new OutboxUnit(outbox, dispatcher, bus, logger, lazyWorkers);
 
   const watcher =
     settings.mediaDir === undefined
@@ -249,6 +256,26 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   registerPrefsHandlers(routes, prefs);
   const localApi = new LocalApiUnit({ socketPath: apiSocketOf(settings.runtimeDir), routes, clock, logger });
 
+  // The listed features (daemon/features.ts), each given the same context.
+  const ctx: FeatureContext = {
+    bus,
+    clock,
+    random: i.random,
+    logger,
+    settings,
+    profile: i.profile,
+    agentVersion: i.agentVersion,
+    bootId: i.bootId,
+    api,
+    outbox: outboxUnit,
+    routes,
+    lines: { publish: (type, line) => events.publish({ ...line, type }) },
+    services: new ServiceRegistry(),
+    paths: { state: settings.stateDir, runtime: settings.runtimeDir, queue: queueDir },
+    ...(i.wire !== undefined && { wire: i.wire }),
+  };
+  const features = buildFeatures(FEATURES, ctx);
+
   // Started in this order, stopped in reverse. The status file listens before the
   // controller's first snapshot and is flushed after its last. The token source
   // refreshes ahead of expiry once the controller has loaded the credentials, and
@@ -258,6 +285,6 @@ export function buildUnits(i: UnitsInput): DaemonUnits {
   // The local API serves once the units it steers run, and hears the controller's
   // first snapshot; it stops (connections dropped) before what it steers, the
   // daemon's pairing among them (a flow under way is cancelled, nothing stored).
-  units.push(status, tokens, outboxUnit, channels, prefs, uploads, blocks, network, addresses, pairing, events, localApi, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
+  units.push(status, tokens, outboxUnit, channels, prefs, uploads, blocks, network, addresses, pairing, events, localApi, ...features.units, controller, new Watchdog(i.notifier, () => controller.isHealthy()));
   return { units, controller, pairing };
 }

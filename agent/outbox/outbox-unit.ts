@@ -8,7 +8,8 @@ import type { DaemonSnapshot, DaemonState } from '../core/state.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
 import type { EventBus } from '../core/event-bus.js';
-import type { Dispatcher } from './dispatcher.js';
+import type { Dispatcher, Worker } from './dispatcher.js';
+import type { LazyWorkers } from './lazy-workers.js';
 import type { Outbox } from './outbox.js';
 import type { OutboxItem, PutOptions } from './types.js';
 
@@ -24,13 +25,24 @@ export class OutboxUnit implements DaemonUnit {
     private readonly dispatcher: Dispatcher,
     private readonly bus: EventBus,
     private readonly logger?: Logger,
+    /** The workers loaded with the first item of their kind (features' `outbox` declarations). */
+    private readonly lazy?: LazyWorkers,
   ) {}
+
+  /** A feature's kinds: their workers load when the first item of one of them is put or replayed. */
+  register(kinds: readonly string[], load: () => Promise<readonly Worker[]>): void {
+    if (this.lazy === undefined) throw new Error('this outbox takes no lazily loaded workers');
+    this.lazy.register(kinds, load);
+  }
 
   start(): void {
     // The upload window opened: look at the queue now rather than at the next retry.
     this.bus.on('uploadWindowOpened', this, () => this.dispatcher.kick());
     this.opened = this.outbox.open().then(
-      () => {
+      async () => {
+        // Items replayed of a kind whose worker is not loaded yet: load it before the first look.
+        const lazy = this.lazy;
+        if (lazy !== undefined) await Promise.all(lazy.kinds().filter((k) => this.outbox.pending(k).length > 0).map((k) => lazy.ensure(k)));
         this.dispatcher.start();
         return true;
       },
@@ -61,6 +73,7 @@ export class OutboxUnit implements DaemonUnit {
 
   async put(kind: string, payload: unknown, opts?: PutOptions): Promise<OutboxItem> {
     if (!(await this.opened)) throw new Error('the outbox is not open');
+    await this.lazy?.ensure(kind);
     const item = await this.outbox.put(kind, payload, opts);
     this.dispatcher.kick();
     return item;

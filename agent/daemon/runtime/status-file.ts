@@ -5,7 +5,8 @@ import path from 'node:path';
 import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
 import { AgentError } from '../../lib/errors.js';
 import { errnoOf } from '../../lib/fs-errors.js';
-import { statusDocumentOf, type StatusDocument } from '../../core/status-document.js';
+import type { StatusDocument } from '../../core/status-document.js';
+import { readStatusDocument } from '../status-reader.js';
 import { FileSink } from './file-sink.js';
 
 export const STATUS_FILE = 'status.json';
@@ -42,7 +43,7 @@ export function readStatus(runtimeDir: string, source?: string): StatusRead {
     return { kind: 'unreadable', error: 'not JSON' };
   }
   // Checked field by field (core/status-document.ts): an older agent's file, or garbage, is never taken on trust.
-  const doc = statusDocumentOf(raw);
+  const doc = readStatusDocument(raw);
   return doc === undefined ? { kind: 'unreadable', error: 'not a status file' } : { kind: 'ok', doc };
 }
 
