@@ -26,6 +26,7 @@ import net from 'node:net';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../lib/clock.js';
+import { fitSocketName } from '../lib/socket-path.js';
 
 /** What the holder says of itself. */
 export interface StateLockHolder {
@@ -54,7 +55,7 @@ export function stateLockName(stateDir: string): string {
     const st = statSync(stateDir);
     return `\0c2c-agent/state/${st.dev}:${st.ino}`;
   } catch {
-    return `\0c2c-agent/state-path/${path.resolve(stateDir)}`.slice(0, 107);
+    return fitSocketName(`\0c2c-agent/state-path/${path.resolve(stateDir)}`);
   }
 }
 

@@ -5,6 +5,7 @@
 // `code` says why (ENOENT or ECONNREFUSED: no daemon serves it; EACCES: this
 // user may not connect; ETIMEDOUT: no answer in time).
 import { formatBytes } from '../lib/byte-size.js';
+import { socketPathTooLong } from '../lib/socket-path.js';
 import http from 'node:http';
 
 export interface ApiReply<T = unknown> {
@@ -36,12 +37,10 @@ function unreachable(err: NodeJS.ErrnoException, socketPath: string): LocalApiUn
   return new LocalApiUnreachable(code, socketPath, `cannot reach the daemon's API at ${socketPath} (${code})`);
 }
 
-/** sockaddr_un's limit: libuv would connect to a shortened path, someone else's socket perhaps. */
-const MAX_SOCKET_PATH_BYTES = 107;
-
+/** A path libuv would shorten, connecting to someone else's socket perhaps (lib/socket-path.ts). */
 function tooLong(socketPath: string): LocalApiUnreachable | undefined {
-  const n = Buffer.byteLength(socketPath);
-  return n > MAX_SOCKET_PATH_BYTES ? new LocalApiUnreachable('ENAMETOOLONG', socketPath, `the daemon's API socket path ${socketPath} is ${n} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket takes; use a shorter --runtime-dir`) : undefined;
+  const why = socketPathTooLong(socketPath);
+  return why === undefined ? undefined : new LocalApiUnreachable('ENAMETOOLONG', socketPath, `the daemon's API: ${why}`);
 }
 
 /** One request with an optional JSON body; resolves with the status and the parsed JSON answer (a non-JSON answer is kept as text). */

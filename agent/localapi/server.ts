@@ -33,6 +33,7 @@ import type { Socket } from 'node:net';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { LOCAL_API } from '../lib/timing.js';
+import { socketPathTooLong } from '../lib/socket-path.js';
 import { oneLine } from '../lib/text.js';
 import { scrub } from '../lib/secrets.js';
 import { parseJsonBody } from './body.js';
@@ -44,8 +45,6 @@ export const SOCKET_MODE = 0o660;
 const MAX_MESSAGE = 300;
 /** A body refused by its declared length is read away before the answer when it is at most this many times the cap. */
 const DRAIN_FACTOR = 8;
-/** sockaddr_un's sun_path holds 108 bytes, the last a NUL. */
-export const MAX_SOCKET_PATH_BYTES = 107;
 
 export interface LocalApiServerOptions {
   socketPath: string;
@@ -141,10 +140,8 @@ export class LocalApiServer {
   /** Listens on the socket; call only while holding the run lock (a socket left there is then a dead daemon's). */
   async start(): Promise<void> {
     const { socketPath } = this.o;
-    // libuv cuts a longer path short without a word and binds *there*: a socket somewhere else, with other permissions around it.
-    if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
-      throw new Error(`the socket path ${socketPath} is ${Buffer.byteLength(socketPath)} bytes, over the ${MAX_SOCKET_PATH_BYTES} a unix socket takes; use a shorter --runtime-dir`);
-    }
+    const tooLong = socketPathTooLong(socketPath);
+    if (tooLong !== undefined) throw new Error(tooLong);
     await removeStaleSocket(socketPath);
     const l = this.limits;
     const server = http.createServer({
