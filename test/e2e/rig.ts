@@ -33,6 +33,7 @@ import { createSystemdNotifier } from '../../agent/daemon/systemd/notify.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { apiRequest, type ApiReply } from '../../agent/localapi/client.js';
 import { apiSocketOf } from '../../agent/localapi/local-api-unit.js';
+import type { UploadRow } from '../../agent/uploads/upload-rows.js';
 import { startFakeCloud, type FakeCloud, type FakeCloudOptions, type InjectRequest, type JournalEntry, type SeededDevice } from '../fake-cloud/index.js';
 import { fleetWire, type WireStats } from '../fleet/wire.js';
 import { DeviceClock, derive, seeded, settle, VirtualClock, type Machine } from '../support/virtual-clock.js';
@@ -70,6 +71,7 @@ export type LogLine = Record<string, unknown> & { msg: string; level: number; at
 
 interface Running {
   gen: number;
+  pid: number;
   daemon: Daemon;
   clock: DeviceClock;
   settings: Settings;
@@ -211,7 +213,7 @@ export class Rig {
       pid: 100_000 + gen,
       wire: fleetWire(this.tapped, clock, () => this.vc.now() < this.networkDownUntil, this.stats),
     });
-    this.current = { gen, daemon, clock, settings };
+    this.current = { gen, pid: 100_000 + gen, daemon, clock, settings };
     daemon.start();
     return daemon;
   }
@@ -227,6 +229,11 @@ export class Rig {
 
   get daemon(): Daemon | undefined {
     return this.current?.daemon;
+  }
+
+  /** The running daemon's pid as it writes it in status.json (each start its own), or undefined. */
+  daemonPid(): number | undefined {
+    return this.current?.pid;
   }
 
   /**
@@ -305,6 +312,19 @@ export class Rig {
   /** The daemon's state as status.json says. */
   state(): string | undefined {
     return this.status()?.state;
+  }
+
+  /** The upload kind's items by state, as status.json counts them (`queue` prints the same counts). */
+  uploadCounts(): { pending: number; done: number; dead: number; dropped: number; cancelled: number } {
+    const by = this.status()?.queue?.byKind.upload;
+    return { pending: by?.pending?.items ?? 0, done: by?.done?.items ?? 0, dead: by?.dead?.items ?? 0, dropped: by?.dropped?.items ?? 0, cancelled: by?.cancelled?.items ?? 0 };
+  }
+
+  /** Every upload as the local API lists it (GET /v1/uploads): the rows `queue` and a UI show, in queue order. */
+  async uploads(): Promise<UploadRow[]> {
+    const r = await this.api<{ uploads: UploadRow[] }>('GET', '/v1/uploads');
+    if (r.status !== 200) throw new Error(`GET /v1/uploads: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body.uploads;
   }
 
   /** The fake's journal, of the rig's device (and storage requests), optionally one method and path. */
