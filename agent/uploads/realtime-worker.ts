@@ -50,6 +50,7 @@ import type { UploadRoots } from './upload-paths.js';
 import { NotRegular, NotTaken, nodeUploadFiles, openForUpload, type FileFacts, type OpenFile } from './version-check.js';
 import type { RecordingIdentity } from './uploaded-index.js';
 import { writeUploadRequest } from './upload-request.js';
+import { finishUpload } from './finish-upload.js';
 import { CancelledFirst, TEMPORARY_OPEN_ERRORS, UPLOAD_LIFETIME_MS, cancelledFirst, completedDespiteCancel } from './upload-worker.js';
 import { PART_HASH, partHasher, type PartHasher } from './part-hash.js';
 import { REALTIME_KIND, REALTIME_PART_BYTES, realtimeProgressOf, recordingOnDisk, type RealtimePayload, type RealtimeProgress } from './realtime-item.js';
@@ -390,21 +391,14 @@ export class RealtimeWorker implements Worker {
     return this.finished(p, state.prog, final);
   }
 
-  /** The final part is at storage: the finished file goes into the index (the media watcher will report it), and is deleted if so set. */
-  private async finished(p: RealtimePayload, prog: RealtimeProgress, final: { size: number; mtimeMs: number }): Promise<Outcome> {
+  /**
+   * The final part is at storage: the finished file goes into the index (the media watcher will report it), and is
+   * deleted if so set (finish-upload.ts). Its inode change time is not compared: the rename that ends a recording
+   * changes it, and after a crash only the size and modification time are on record.
+   */
+  private finished(p: RealtimePayload, prog: RealtimeProgress, final: { size: number; mtimeMs: number }): Promise<Outcome> {
     const identity: FileIdentity = { dev: p.dev, ino: p.ino, size: final.size, mtimeMs: final.mtimeMs };
-    await this.d.index.add(identity);
-    if (this.d.deleteAfterUpload) {
-      try {
-        const st = await fs.stat(p.finalPath);
-        if (st.ino === p.ino && st.dev === p.dev && st.size === final.size && st.mtimeMs === final.mtimeMs) await fs.unlink(p.finalPath);
-        else this.d.logger?.info({ name: p.name }, 'uploaded recording kept: it changed after its upload');
-      } catch {
-        // Already gone, or never renamed: nothing to delete.
-      }
-    }
-    this.d.logger?.info({ name: p.name, bytes: final.size, asset: prog.assetId }, 'real-time upload finished');
-    return { result: 'done' };
+    return finishUpload(this.d, { record: identity, path: p.finalPath, went: identity, name: p.name, bytes: final.size, assetId: prog.assetId, what: 'real-time upload' });
   }
 
   /** The recording cannot finish as a real-time upload: it is handed back to go whole, as a new asset, once it holds still. */

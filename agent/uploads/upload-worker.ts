@@ -20,7 +20,6 @@
 // completed despite the cancel.
 import { Readable } from 'node:stream';
 import { randomInt } from 'node:crypto';
-import { promises as fs } from 'node:fs';
 import type { AssetEndpoints } from '../api/assets.js';
 import { SLICE_BUFFER_BYTES } from '../api/storage-body.js';
 import type { StorageClient } from '../api/storage.js';
@@ -36,6 +35,7 @@ import type { LastParts } from './last-part.js';
 import type { UploadRoots } from './upload-paths.js';
 import type { UploadUrls } from './upload-urls.js';
 import { writeUploadRequest } from './upload-request.js';
+import { finishUpload } from './finish-upload.js';
 import { COMPLETED_DESPITE_CANCEL, PAUSED_REFUSED, UPLOAD_KIND, decodeParts, encodeParts, partBytes, type FileIdentity, type UploadPayload, type UploadProgress } from './upload-item.js';
 import { NotRegular, NotTaken, PinnedFile, VersionChanged, nodeUploadFiles, readAt, xorInto, zeroDigest, type UploadFiles } from './version-check.js';
 
@@ -165,16 +165,8 @@ export class UploadWorker implements Worker {
       }
       return classify(err);
     }
-    await this.d.index.add(p);
-    await this.d.urls.remove(prog.assetId);
-    if (this.d.deleteAfterUpload) {
-      // Only the version that went: a file written again since is a new take, not ours to delete.
-      const since = await file.changed().catch(() => 'it could not be checked');
-      if (since === undefined) await fs.unlink(p.path).catch(() => undefined);
-      else this.d.logger?.info({ name: p.name, change: since }, 'uploaded file kept: it changed after its upload');
-    }
-    this.d.logger?.info({ name: p.name, bytes: p.size, asset: prog.assetId }, 'upload finished');
-    return { result: 'done' };
+    const assetId = prog.assetId;
+    return finishUpload(this.d, { record: p, tidy: () => this.d.urls.remove(assetId), path: p.path, went: file.baseline, viaLink: file.reachedViaLink, name: p.name, bytes: p.size, assetId, what: 'upload' });
   }
 
   /**

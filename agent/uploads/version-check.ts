@@ -97,13 +97,18 @@ export async function openForUpload(path: string, files: UploadFiles, roots?: Up
   }
 }
 
-/** The numbers that tell one version of a file from another. */
+/**
+ * The numbers that tell one version of a file from another. The inode change
+ * time is absent where it is not known, or not the file's own (a recording's
+ * rename to its finished name changes it; after a crash only its size and
+ * modification time are on record).
+ */
 export interface Version {
   dev: number;
   ino: number;
   size: number;
   mtimeMs: number;
-  ctimeMs: number;
+  ctimeMs?: number;
 }
 
 export const versionOf = (s: FileFacts): Version => ({ dev: s.dev, ino: s.ino, size: s.size, mtimeMs: s.mtimeMs, ctimeMs: s.ctimeMs });
@@ -113,8 +118,27 @@ export function describeChange(was: Version, now: Version): string | undefined {
   if (now.ino !== was.ino || now.dev !== was.dev) return 'another file was put in its place';
   if (now.size !== was.size) return `its size changed from ${was.size} to ${now.size} bytes`;
   if (now.mtimeMs !== was.mtimeMs) return 'its modification time changed';
-  if (now.ctimeMs !== was.ctimeMs) return 'it was written to or its inode changed (inode change time)';
+  if (was.ctimeMs !== undefined && now.ctimeMs !== was.ctimeMs) return 'it was written to or its inode changed (inode change time)';
   return undefined;
+}
+
+/**
+ * What changed at `path` since it held version `was`, in words; undefined
+ * when it still leads to that version. A link put at the path counts as a
+ * change even when it leads back to the file (someone is at work there),
+ * unless the file was reached through a link to begin with (`viaLink`).
+ * For an upload under way (PinnedFile) and for the delete after one
+ * (finish-upload.ts).
+ */
+export async function changedAt(path: string, was: Version, files: UploadFiles, viaLink = false): Promise<string | undefined> {
+  let at: FileFacts;
+  try {
+    if (!viaLink && (await files.lstat(path)).isSymbolicLink()) return 'its path is now a symbolic link';
+    at = await files.stat(path);
+  } catch (err) {
+    return `it is no longer at its path (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
+  }
+  return describeChange(was, versionOf(at));
 }
 
 /** "a FIFO (named pipe)", "a directory", ... for what is not a regular file (the words bounded reads use). */
@@ -185,17 +209,12 @@ export class PinnedFile {
 
   /** What changed since the upload began, on the descriptor or at the path; undefined when nothing did. */
   async changed(): Promise<string | undefined> {
-    const held = describeChange(this.baseline, versionOf(await this.file.stat()));
-    if (held !== undefined) return held;
-    let at: FileFacts;
-    try {
-      // A link put at the path stops the upload even when it leads back to the file: someone is at work there.
-      if (!this.viaLink && (await this.files.lstat(this.path)).isSymbolicLink()) return 'its path is now a symbolic link';
-      at = await this.files.stat(this.path);
-    } catch (err) {
-      return `it is no longer at its path (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
-    }
-    return describeChange(this.baseline, versionOf(at));
+    return describeChange(this.baseline, versionOf(await this.file.stat())) ?? (await changedAt(this.path, this.baseline, this.files, this.viaLink));
+  }
+
+  /** Reached through a link the media watcher followed (the path's last component). */
+  get reachedViaLink(): boolean {
+    return this.viaLink;
   }
 
   /** The digest of part `part`'s sample as the file holds it now. */
