@@ -1,23 +1,18 @@
-// Shared by the real-time upload suites: a recorder that writes a clip the
-// way cameras do (NAME.EXT.part at camera rate, sizes patched at the start
-// when it stops, then renamed), and the checks of what the fake stored,
-// computed here from the service's rules (docs/service-api.md, "Real-time
-// uploads": parts joined in number order), never from the agent's code.
+// The real-time upload suite's camera (e2e/uploads-realtime.test.ts): a
+// recorder that writes a clip the way cameras do (NAME.EXT.part at camera
+// rate in agent time, sizes patched at the start when it stops, then
+// renamed), and the checks of what the fake stored, computed here from the
+// service's rules (docs/service-api.md, "Real-time uploads": parts joined in
+// number order), never from the agent's code.
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readSync, renameSync, rmSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AssetView, FakeCloud } from '../fake-cloud/index.js';
-import { sleepReal } from './refresh-harness.js';
-import { storagePuts } from './uploads-harness.js';
+import { storagePuts } from '../support/assets.js';
+import type { Rig } from './rig.js';
 
 export const MiB = 1024 * 1024;
 export const MIN_PART = 5 * MiB;
-
-/** A media dir on tmpfs: a few hundred MiB written at tens of MB/s must not wait for a disk. */
-export function tmpfsMedia(): { dir: string; remove(): void } {
-  const dir = mkdtempSync(join('/dev/shm', 'c2c-rt-'));
-  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
 
 export interface Recording {
   /** The working name while it records. */
@@ -32,7 +27,7 @@ export interface Recording {
 
 export interface RecorderOptions {
   bytes: number;
-  /** Bytes per real second. */
+  /** Bytes per agent second. */
   rate: number;
   /** Called at these fractions of the clip written (kills, outages), awaited before it goes on. */
   at?: Array<{ fraction: number; run: () => Promise<void> | void }>;
@@ -47,27 +42,29 @@ export interface RecorderOptions {
 }
 
 /**
- * Writes `bytes` of random data to `<dir>/<name>.part` in 1 MiB writes at
- * `rate`, then, as a MOV writer does at stop, rewrites its first 4 KiB (and
- * any `patchAlso` offsets) and renames it to `<dir>/<name>`.
+ * Writes `bytes` of random data to `<media>/<name>.part` in 1 MiB writes at
+ * `rate`, agent time moving by each write's share (the rig's clock: the
+ * daemon runs between two writes), then, as a MOV writer does at stop,
+ * rewrites its first 4 KiB (and any `patchAlso` offsets) and renames it to
+ * `<media>/<name>`.
  */
-export function record(dir: string, name: string, o: RecorderOptions): Recording {
-  const file = join(dir, name);
-  const part = o.inPlace ? file : join(dir, `${name}.part`);
+export function record(rig: Rig, name: string, o: RecorderOptions): Recording {
+  const file = join(rig.media, name);
+  const part = o.inPlace ? file : join(rig.media, `${name}.part`);
   let written = 0;
   const done = (async () => {
     const fd = openSync(part, 'w');
     try {
       const chunk = MiB;
-      const t0 = Date.now();
+      const t0 = rig.now();
       const hooks = [...(o.at ?? [])].sort((a, b) => a.fraction - b.fraction);
       while (written < o.bytes) {
         const n = Math.min(chunk, o.bytes - written);
         writeSync(fd, randomBytes(n), 0, n, written);
         written += n;
         while (hooks.length > 0 && written >= hooks[0]!.fraction * o.bytes) await hooks.shift()!.run();
-        const due = t0 + (written / o.rate) * 1000;
-        if (due > Date.now()) await sleepReal(due - Date.now());
+        const due = t0 + Math.round((written / o.rate) * 1000);
+        if (due > rig.now()) await rig.runTo(due);
       }
       for (const at of [0, ...(o.patchAlso ?? [])]) writeSync(fd, randomBytes(4096), 0, 4096, at);
     } finally {
