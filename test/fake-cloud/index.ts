@@ -18,6 +18,8 @@ import { approvalPageRoutes } from './approval-page.js';
 import { channelRoutes } from './channels.js';
 import { Uploads, STORAGE_PREFIX } from './uploads.js';
 import type { AssetView } from './uploads.js';
+import { Logging } from './logging.js';
+import type { CommentRecord, LoggingReport, PressRecord } from './logging.js';
 import { startAdmin } from './admin.js';
 import { injectInto, socketError } from './inject.js';
 import { Front } from './front.js';
@@ -30,6 +32,7 @@ export type { Fault, FaultKind } from './faults.js';
 export type { JournalEntry } from './pipeline.js';
 export type { RefereeReport } from './referee.js';
 export type { AssetView } from './uploads.js';
+export type { CommentRecord, LoggingReport, PressRecord } from './logging.js';
 export type { TokenState, VirtualTime } from './state.js';
 export type { InjectRequest, InjectResponse } from './inject.js';
 export type { CertificateChoice, CertificateKind } from './certs.js';
@@ -153,6 +156,12 @@ export interface FakeCloud {
   asset(assetId: string): AssetView | undefined;
   /** Test-only: every asset created so far (all devices), in creation order. */
   assets(): AssetView[];
+  /** Test-only: every trigger call (real-time logging) received, of a device or all, in arrival order, with the referee's findings. */
+  presses(deviceId?: string): PressRecord[];
+  /** Test-only: every comment made on an asset, of an asset or all. */
+  comments(assetId?: string): CommentRecord[];
+  /** The referee of a device's presses: received, accepted, duplicates, what was wrong. */
+  logging(deviceId: string): LoggingReport;
   /** Test-only: what the fake would make of an access or refresh token now (never logged, never recorded). */
   tokenState(token: string): TokenState;
   control: FakeCloudControl;
@@ -190,6 +199,8 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
   approvalPageRoutes(router, pairing);
   channelRoutes(router, state);
   uploads.routes(router);
+  const logging = new Logging(state, clock, (id) => uploads.view(id)?.deviceId);
+  logging.routes(router);
 
   const pipeline = new Pipeline({
     clock,
@@ -326,6 +337,9 @@ export async function startFakeCloud(options: FakeCloudOptions = {}): Promise<Fa
     deviceIdForClient: (clientId) => state.byClientId.get(clientId),
     asset: (id) => uploads.view(id),
     assets: () => uploads.all(),
+    presses: (id) => logging.presses.filter((p) => id === undefined || p.deviceId === id),
+    comments: (id) => logging.comments.filter((c) => id === undefined || c.assetId === id),
+    logging: (id) => logging.report(id),
     tokenState: (token) => state.tokenState(token),
     control,
     inject: (req) =>
