@@ -10,6 +10,8 @@
 // read: it is parsed as null, its text still checked to be JSON. Text that is not JSON fails as
 // JSON.parse fails it (a SyntaxError), deep or not.
 
+import { nestingDepth } from '../lib/json-depth.js';
+
 /** Arrays and objects deeper than this are parsed as null. */
 export const MAX_JSON_DEPTH = 64;
 
@@ -23,22 +25,6 @@ const COMMA = 0x2c; // ,
 const COLON = 0x3a; // :
 const MINUS = 0x2d; // -
 
-/** Whether arrays and objects nest deeper than `max` anywhere (brackets in strings not counted); stops at the first that does. */
-function deeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
-      if (++depth > max) return true;
-    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
-  }
-  return false;
-}
 
 const isWhite = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39;
@@ -183,7 +169,7 @@ function deepSpans(text: string, max: number, depthBound: number): Array<[number
  */
 export function parseJsonBody(body: Buffer | string, maxDepth: number = MAX_JSON_DEPTH): unknown {
   const text = typeof body === 'string' ? body : body.toString('utf8');
-  if (!deeperThan(text, maxDepth)) return JSON.parse(text) as unknown;
+  if (nestingDepth(text, maxDepth) <= maxDepth) return JSON.parse(text) as unknown;
   // No deeper than one open bracket per character.
   const spans = deepSpans(text, maxDepth, text.length);
   let out = '';

@@ -8,36 +8,8 @@
 // preferences file. An API body is two deep; a deeper one is refused here, so
 // no handler ever holds a value it cannot describe.
 import { LOCAL_API } from '../lib/timing.js';
+import { nestingDepth } from '../lib/json-depth.js';
 import { badRequest } from './handlers.js';
-
-const OPEN_BRACKET = 0x5b; // [
-const OPEN_BRACE = 0x7b; // {
-const CLOSE_BRACKET = 0x5d; // ]
-const CLOSE_BRACE = 0x7d; // }
-const QUOTE = 0x22; // "
-const BACKSLASH = 0x5c; // \
-
-/** The deepest nesting of arrays and objects in JSON text (brackets inside strings not counted); stops counting past `max`. */
-export function nestingDepth(text: string, max: number): number {
-  let depth = 0;
-  let deepest = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-    } else if (c === QUOTE) inString = true;
-    else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
-      depth++;
-      if (depth > deepest) {
-        deepest = depth;
-        if (deepest > max) return deepest;
-      }
-    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
-  }
-  return deepest;
-}
 
 /** A body's text as JSON: undefined for an empty body; a 400 for text that is not JSON or nests too deep. */
 export function parseJsonBody(text: string, maxDepth: number = LOCAL_API.maxBodyDepth): unknown {
