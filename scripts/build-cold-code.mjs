@@ -23,6 +23,11 @@
 //    first use, and re-exports the pack's exports.
 // A module only two packs use is in both: a process runs one command, so no
 // two copies meet (`--help` reads only each command's usage and summary).
+// An entry may also be imported by another entry's code (a feature's code
+// behind a dynamic import in the daemon, agent/web/'s server and page): it is
+// then required from the bundle, its own pack expanded only when that import
+// runs, and every module it shares with any other entry goes to the shared
+// pack, since there the two copies would meet in one process.
 import { build, transform } from 'esbuild';
 import path from 'node:path';
 import { brotliCompressSync, constants } from 'node:zlib';
@@ -42,6 +47,9 @@ const COLD_CODE = [
   'agent/cli/prefs.ts',
   'agent/cli/priority.ts',
   'agent/cli/web-pin.ts',
+  // The web page (docs/web-page.md): its server, loaded by the daemon only with webListen set, and the page, on its first request.
+  'agent/web/web-server.ts',
+  'agent/web/web-app.ts',
   'agent/cli/command-help.ts',
 ];
 
@@ -81,6 +89,21 @@ export function coldAgentCode(root, base) {
       b.onLoad({ filter: /\.ts$/ }, (args) => (entries.has(args.path) ? { contents: 'export {};', loader: 'js' } : undefined));
     },
   };
+  // An entry's own graph stops at the other entries it imports (their code is in their own packs);
+  // those are nested: imported by another entry.
+  const nested = new Set();
+  const others = (self) => ({
+    name: 'cold-code-others',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.pluginData?.coldCode || args.kind === 'entry-point') return undefined;
+        const r = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, namespace: args.namespace, pluginData: { coldCode: true } });
+        if (r.errors.length > 0 || r.external || r.path === self || !entries.has(r.path)) return undefined;
+        nested.add(r.path);
+        return { path: r.path, external: true };
+      });
+    },
+  });
 
   // 1. The hot set: the modules of the bundle built with each cold entry
   // empty, the modules SHARED_BY or more cold entries use (a compressed copy
@@ -89,12 +112,15 @@ export function coldAgentCode(root, base) {
   // already).
   const hot = () =>
     (hotSet ??= (async () => {
-      const [bundleKeys, ...entryKeys] = await Promise.all([graph(base.entryPoints, [empty]), ...[...entries].map((e) => graph([e], []))]);
+      const list = [...entries];
+      const [bundleKeys, ...entryKeys] = await Promise.all([graph(base.entryPoints, [empty]), ...list.map((e) => graph([e], [others(e)]))]);
       const inBundle = new Set(bundleKeys);
       const seen = new Map();
       for (const k of entryKeys.flat()) seen.set(k, (seen.get(k) ?? 0) + 1);
       for (const [k] of seen) if (k.startsWith('c2c-cold:')) inBundle.add(k);
-      const shared = new Set([...seen].filter(([k, n]) => n >= SHARED_BY && k.startsWith('file:') && !inBundle.has(k)).map(([k]) => k));
+      // What a nested entry uses besides its own pack meets the other entries' copies in one process.
+      const ofNested = new Set(list.flatMap((e, i) => (nested.has(e) ? entryKeys[i] : [])));
+      const shared = new Set([...seen].filter(([k, n]) => (n >= SHARED_BY || (n >= 2 && ofNested.has(k))) && k.startsWith('file:') && !inBundle.has(k)).map(([k]) => k));
       return { inBundle, shared, forEntries: new Set([...inBundle, ...shared]) };
     })());
 
@@ -129,6 +155,12 @@ export function coldAgentCode(root, base) {
                 const r = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, namespace: args.namespace, pluginData: { coldCode: true } });
                 if (r.errors.length > 0 || r.external) return undefined;
                 const key = keyOf(root, r.namespace, r.path);
+                // Another entry (nested): required from the bundle, which expands its pack when this import runs.
+                if (entries.has(r.path) && r.path !== id) {
+                  used.add(key);
+                  formats.set(key, 'esm');
+                  return { path: `${HOT}${key}`, external: true };
+                }
                 if (!keys.has(key)) return undefined;
                 used.add(key);
                 return { path: `${HOT}${key}`, external: true };

@@ -6,6 +6,8 @@
 // units.ts around this list; they start before these, the controller and
 // the watchdog after.
 import type { Feature } from '../core/feature.js';
+import { web } from '../web/feature.js';
 
 export const FEATURES: readonly Feature[] = [
+  web,
 ];

@@ -15,14 +15,15 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
 import type { WebSettings } from '../config/types.js';
+import type { FeatureContext } from '../core/feature.js';
 import type { DaemonUnit } from '../core/unit.js';
 import { READ_LIMITS, readBoundedFile } from '../lib/bounded-read.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { WEB_PAGE } from '../lib/timing.js';
-import type { HandlerMap } from '../localapi/handlers.js';
+import { ApiError, type Handler, type HandlerMap } from '../localapi/handlers.js';
 import { pageUrls } from './addresses.js';
-import { ensureWebPin } from './pin.js';
+import { ensureWebPin, readWebPin } from './pin.js';
 import type { CameraNames } from './security.js';
 import type { PageInput, WebApp } from './web-app.js';
 
@@ -158,4 +159,27 @@ export class WebServer implements DaemonUnit {
       },
     );
   }
+}
+
+/** The server as the feature builds it (feature.ts): the daemon's clock, logger, state dir and handler map; a button per profile input. */
+export function webServerOf(ctx: Pick<FeatureContext, 'settings' | 'paths' | 'clock' | 'logger' | 'routes' | 'profile'>): WebServer {
+  const inputs = ctx.profile.channels.flatMap((c) => (c.inputs ?? []).map((i) => ({ channel: c.key, index: i.index, name: i.name })));
+  return new WebServer({ web: ctx.settings.web!, stateDir: ctx.paths.state, clock: ctx.clock, logger: ctx.logger, routes: ctx.routes, inputs: () => inputs });
+}
+
+/**
+ * GET /v1/web on the local API: the camera's own UI asks where the page is
+ * and its PIN, to show them on the camera's screen. The one answer of the
+ * local API that carries the PIN (docs/local-api.md, "The web page"); the
+ * page itself never reaches this route (web-app.ts PAGE_ROUTES). Registered
+ * only while the page is on (feature.ts): off, the path is unknown (404).
+ */
+export function webHandlers(d: { web: WebSettings; stateDir: string }): Record<string, Handler> {
+  return {
+    'GET /v1/web': async () => {
+      const pin = await readWebPin(d.stateDir);
+      if (pin === undefined) throw new ApiError(503, 'unavailable', 'the web page has no PIN yet: the daemon makes it as the page starts; ask again in a moment');
+      return { status: 200, body: { listen: d.web.listen, urls: pageUrls(d.web), https: d.web.tls !== undefined, pin } };
+    },
+  };
 }
