@@ -25,7 +25,7 @@ function cleanEnv(extra) {
 }
 
 export class SimDevice {
-  constructor({ index, work, bundle, cloud, timeScale }) {
+  constructor({ index, work, bundle, cloud, timeScale, webPort }) {
     this.index = index;
     this.label = `cam${index + 1}`;
     this.bundle = bundle;
@@ -45,6 +45,8 @@ export class SimDevice {
     /** Clips written to the media dir: { name, bytes, path }. */
     this.clips = [];
     this.plugged = new Set();
+    /** The port of this camera's web page on loopback (--web), else undefined. */
+    this.webPort = webPort;
   }
 
   prepare() {
@@ -64,6 +66,8 @@ export class SimDevice {
       startAdvice: "the simulator starts this camera's agent itself once it is paired",
       // The fake's throwaway CA, as a private deployment's would be given.
       ...(this.cloud.caFile && { caFile: this.cloud.caFile }),
+      // --web: the camera's own page, on loopback here (a camera would listen on its LAN address).
+      ...(this.webPort !== undefined && { webListen: `127.0.0.1:${this.webPort}` }),
     };
     writeFileSync(path.join(this.root, 'config.json'), `${JSON.stringify(config, null, 2)}\n`);
   }
@@ -90,6 +94,18 @@ export class SimDevice {
       this.name = device.name ?? device.id;
     }
     return out;
+  }
+
+  /** --web: the page's address, and its PIN once the daemon made it (`c2c-agent web-pin`, asked until it answers or `ms` real ms passed). */
+  async webPage(ms = 10_000) {
+    const url = `http://127.0.0.1:${this.webPort}/`;
+    const until = Date.now() + ms;
+    for (;;) {
+      const out = await this.command(['web-pin']);
+      if (out.code === 0) return { url, pin: out.stdout.trim() };
+      if (Date.now() > until) return { url, pin: undefined, why: out.stderr.trim() };
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
   }
 
   /** `c2c-agent queue --json`, read from the state dir. */

@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 export const EXIT_USAGE = 64;
 
 export const USAGE =
-  'usage: npm run simulate -- [--devices N] [--minutes M] [--time-scale N] [--seed S] [--faults light|heavy] [--calm] [--forever] [--keep] [--plain] [--plain-http]' +
+  'usage: npm run simulate -- [--devices N] [--minutes M] [--time-scale N] [--seed S] [--faults light|heavy] [--calm] [--forever] [--keep] [--plain] [--plain-http] [--web]' +
   ' | --fleet N --hours H [--seed S] [--faults light|heavy] [--json]';
 
 export const DEFAULTS = Object.freeze({ devices: 1, minutes: 30, timeScale: 30, seed: 1, faults: 'light' });
@@ -26,6 +26,7 @@ const SPEC = {
   keep: { type: 'boolean', default: false },
   plain: { type: 'boolean', default: false },
   'plain-http': { type: 'boolean', default: false },
+  web: { type: 'boolean', default: false },
   help: { type: 'boolean', short: 'h', default: false },
 };
 
@@ -71,6 +72,8 @@ export function parseOptions(argv, env = {}) {
         plain: values.plain,
         // The fake serves HTTPS with a throwaway CA the agents trust through caFile; this keeps plain HTTP on loopback.
         plainHttp: values['plain-http'],
+        // Each camera's web page on loopback (webListen): its address and PIN printed once it serves.
+        web: values.web,
       },
     };
   } catch (err) {

@@ -3,6 +3,7 @@
 // agents given time to finish their work, stopped, and judged. Returns the
 // exit code (0 only when every invariant held).
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { seededRandom } from './options.mjs';
@@ -27,7 +28,8 @@ export async function runSession(o, { bundles }) {
   const work = mkdtempSync(path.join(tmpdir(), 'c2c-sim-'));
   const autoApproveSeconds = progress.tty ? Math.min(AUTO_APPROVE_TTY_MAX_S, Math.max(AUTO_APPROVE_S, Math.round(PAIRING_SCREEN_REAL_S * o.timeScale))) : AUTO_APPROVE_S;
   const cloud = new SimCloud({ bundle: bundles.fakeCloud, timeScale: o.timeScale, autoApproveSeconds, plainHttp: o.plainHttp === true, caDir: work });
-  const devices = Array.from({ length: o.devices }, (_, index) => new SimDevice({ index, work, bundle: bundles.agent, cloud, timeScale: o.timeScale }));
+  const webPorts = o.web ? await freePorts(o.devices) : [];
+  const devices = Array.from({ length: o.devices }, (_, index) => new SimDevice({ index, work, bundle: bundles.agent, cloud, timeScale: o.timeScale, webPort: webPorts[index] }));
   const monitor = new Monitor({ cloud, devices, timeScale: o.timeScale });
   const cancel = cancellation();
   const s = { o, progress, say, cloud, devices, monitor, cancel: cancel.signal };
@@ -40,6 +42,7 @@ export async function runSession(o, { bundles }) {
     say(`work dir ${work}: each camera's state, runtime and media dirs, hardware tree and agent.log (removed after a clean run unless --keep)`);
     await pairAll(s);
     await startAgents(s);
+    if (o.web) await showWebPages(s);
     const poller = startPolling(s);
     const { storyMs, stoppedEarly } = await play(s);
     const drained = stoppedEarly ? false : await settle(s, storyMs);
@@ -129,6 +132,32 @@ async function startAgents(s) {
     });
     s.progress.line(0, `${d.label} agent pid ${pid}: \`c2c-agent run\` (state ${d.dirs.state}, media ${d.dirs.media}, hardware under ${d.dirs.host})`);
   }
+}
+
+/**
+ * --web: each camera's page and PIN, once its daemon serves it. The person
+ * opens the address in a browser on this machine and watches the story
+ * there: state, heartbeats, uploads with their progress, live.
+ */
+async function showWebPages(s) {
+  for (const d of s.devices) {
+    const page = await d.webPage();
+    s.progress.line(s.monitor.now(), `${d.label} web page: ${page.url} PIN ${page.pin ?? `not made (${page.why})`}${s.o.forever ? '' : ' (add --forever to keep it after the story)'}`);
+  }
+}
+
+/** `n` ports free on loopback now (each asked of the kernel, then let go). */
+async function freePorts(n) {
+  const ports = [];
+  const servers = [];
+  for (let i = 0; i < n; i++) {
+    const srv = createServer();
+    await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    servers.push(srv);
+    ports.push(srv.address().port);
+  }
+  await Promise.all(servers.map((srv) => new Promise((resolve) => srv.close(resolve))));
+  return ports;
 }
 
 /** The story; with --forever the agents then run until Ctrl-C. A cancelled story (without --forever) is reported as stopped early. */
