@@ -15,7 +15,7 @@ import { networkError, refuseInterim, refuseUpgrade } from './http-errors.js';
 import { DEFAULT_RETRY_AFTER_MS, header, parseRetryAfter, type HeaderBag } from './rate-limit.js';
 import { IDLE_SOCKET_MS } from './transport.js';
 import { dropIdleSockets, dropSocketsOn, probeWhileWaiting } from './sockets.js';
-import { httpsAgent, type ExtraCas } from './trust.js';
+import { clientAgents, GOT_RULES, type ExtraCas } from './trust.js';
 import { BufferPool, SliceReadError, exactLength, isFileSlice, readFileSlice, type FileSlice, type FileSliceReader } from './storage-body.js';
 import type { Wire } from './wire.js';
 
@@ -164,13 +164,10 @@ export function createStorageClient(options: StorageClientOptions): StorageClien
     read: responseMs,
   };
   const buffers = new BufferPool();
-  const agents = { http: new http.Agent({ keepAlive: true, timeout: idle }), https: httpsAgent(options.extraCas, idle) };
+  const agents = clientAgents(options.extraCas, idle);
   const instance: Got = got.extend({
     headers: { 'user-agent': options.userAgent ?? 'c2c-agent' },
-    retry: { limit: 0 },
-    throwHttpErrors: false,
-    followRedirect: false,
-    decompress: false,
+    ...GOT_RULES,
     timeout: Object.fromEntries(Object.entries(phases).map(([k, ms]) => [k, real(ms)])),
     agent: agents,
   });

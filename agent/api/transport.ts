@@ -18,7 +18,7 @@ import { clockOffset, parseRateLimit, type HeaderBag } from './rate-limit.js';
 import type { ResponseMeta } from './types.js';
 import { wireRequest, type Wire, type WireResponse } from './wire.js';
 import { dropIdleSockets, dropSocketsOn, probeWhileWaiting } from './sockets.js';
-import { httpsAgent, type ExtraCas } from './trust.js';
+import { clientAgents, GOT_RULES, type ExtraCas } from './trust.js';
 
 export type { Wire, WireRequest, WireResponse } from './wire.js';
 
@@ -135,15 +135,11 @@ export function createTransport(options: TransportOptions): Transport {
   const wire = options.wire;
   const plainHttp = options.baseUrl.startsWith('http:');
   // A wire has no sockets: no agents, no got instance.
-  const agents = wire ? undefined : { http: new http.Agent({ keepAlive: true, timeout: idle }), https: httpsAgent(options.extraCas, idle) };
+  const agents = wire ? undefined : clientAgents(options.extraCas, idle);
   const instance: Got | undefined = wire ? undefined : got.extend({
     prefixUrl: options.baseUrl,
     headers: defaultHeaders,
-    retry: { limit: 0 },
-    throwHttpErrors: false,
-    followRedirect: false,
-    // Compressed bodies could expand past the size cap after it was checked.
-    decompress: false,
+    ...GOT_RULES,
     responseType: 'buffer',
     timeout: phaseTimeouts(timeoutMs, clock.scale),
     agent: agents as { http: http.Agent; https: https.Agent },

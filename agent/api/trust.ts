@@ -11,6 +11,7 @@
 // roots Node keeps once per process) and the extra certificates are added
 // to it: Node then copies the store by reference, roots included. Without
 // `caFile` nothing is built: Node's default context is the cheapest there is.
+import http from 'node:http';
 import https from 'node:https';
 import tls from 'node:tls';
 import { READ_LIMITS, readBoundedTextSync } from '../lib/bounded-read.js';
@@ -78,3 +79,17 @@ export function httpsAgent(extra: ExtraCas | undefined, idleSocketMs: number): h
   const secureContext = secureContextFor(extra);
   return new https.Agent({ keepAlive: true, timeout: idleSocketMs, maxCachedSessions: TLS_SESSIONS_KEPT, ...(secureContext !== undefined && { secureContext }) });
 }
+
+/** One client's keep-alive agents (the service's or storage's): idle pooled sockets closed after `idleSocketMs`; TLS trusting what this file says. */
+export function clientAgents(extra: ExtraCas | undefined, idleSocketMs: number): { http: http.Agent; https: https.Agent } {
+  return { http: new http.Agent({ keepAlive: true, timeout: idleSocketMs }), https: httpsAgent(extra, idleSocketMs) };
+}
+
+/**
+ * What both clients ask of got, whatever the request: no retry of its own
+ * (the loops that retry own that, lib/backoff.ts), an error status is an
+ * answer for http-errors.ts to type, no redirect followed, and no body
+ * decompressed (a compressed body could expand past the size cap after it
+ * was checked).
+ */
+export const GOT_RULES = { retry: { limit: 0 }, throwHttpErrors: false, followRedirect: false, decompress: false } as const;
