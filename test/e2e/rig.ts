@@ -19,6 +19,8 @@
 // pings, the CLI's output, kills and power cuts with what they leave on disk.
 import { jest } from '@jest/globals';
 import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -248,7 +250,24 @@ export class Rig {
     if (r === undefined) return;
     this.current = undefined;
     r.clock.kill();
-    void r.daemon.units.find((u) => u.name === 'local-api')?.stop();
+    Rig.closeApiSocket(r.daemon);
+  }
+
+  /**
+   * The local API's socket as the kernel ends it with its process: the listening socket closed at
+   * once (node removes its file then, synchronously) and every connection reset. Not the unit's
+   * stop(): that removes the file when its close completes, which can be after the next daemon
+   * listened at the same path, and so removed the new daemon's socket.
+   */
+  private static closeApiSocket(daemon: Daemon): void {
+    const unit = daemon.units.find((u) => u.name === 'local-api');
+    const api = (unit as unknown as { server?: { server?: Server; conns?: Map<Socket, unknown> } } | undefined)?.server;
+    if (api?.server === undefined) {
+      void unit?.stop();
+      return;
+    }
+    api.server.close();
+    for (const s of api.conns?.keys() ?? []) s.destroy();
   }
 
   /** SIGTERM: the daemon stops (units in reverse, the record flushed), the clock moving as it waits. */
