@@ -2,8 +2,9 @@
 // against the fake cloud on one clock. Hours (a week with C2C_SOAK=full) of
 // rotation with no gap in authorization and every refresh at 50 to 75 % of
 // its token's lifetime to the ms, a revoke by the person, and a refresh whose
-// answer was lost. (Refreshes cut by SIGKILL, and the files they leave, are
-// a process's: integration/refresh-crash.test.ts.)
+// answer was lost. (Refreshes through kill -9s: e2e/refresh-crash.test.ts; a
+// kill inside the credentials' write, and the temp file it leaves, a
+// process's: integration/kill9.test.ts.)
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { MIN_SPACING_MS, SPACING_MARGIN_MS } from '../../agent/lib/timing.js';
 import { soak } from '../support/soak.js';

@@ -171,6 +171,25 @@ export class Rig {
     writeFileSync(file, `${JSON.stringify(body, null, 2)}\n`, { mode: 0o600 });
   }
 
+  /**
+   * The person pairs the unit again (device code, approve, one poll), over inject: the fake revokes
+   * the device's old tokens and issues a fresh pair. Write it with writeCredentials() as `pair` would.
+   */
+  async repair(): Promise<{ accessToken: string; refreshToken: string }> {
+    const form = async (path: string, rest: Record<string, string>): Promise<{ status: number; json: Record<string, string> }> => {
+      const body = new URLSearchParams({ client_id: this.device.clientId, client_secret: this.cloud.clientSecret, ...rest }).toString();
+      const res = await this.cloud.inject({ method: 'POST', path, headers: { 'content-type': 'application/x-www-form-urlencoded', 'content-length': String(Buffer.byteLength(body)), 'x-client-version': '1.0.0' }, body });
+      return { status: res.status, json: JSON.parse(res.body.toString('utf8')) as Record<string, string> };
+    };
+    const asked = await form('/v2/auth/device/code', { scope: 'asset_create offline' });
+    const code = asked.json;
+    if (asked.status !== 200 || code.user_code === undefined) throw new Error(`no code to approve: HTTP ${asked.status} ${JSON.stringify(code)}`);
+    if (!this.cloud.control.approve(code.user_code)) throw new Error('the fake did not know the user code it just issued');
+    const res = await form('/v2/auth/token', { grant_type: 'urn:ietf:params:oauth:grant-type:device_code', device_code: code.device_code! });
+    if (res.status !== 200 || !res.json.access_token || !res.json.refresh_token) throw new Error(`re-pairing failed: HTTP ${res.status}`);
+    return { accessToken: res.json.access_token, refreshToken: res.json.refresh_token };
+  }
+
   /** The environment `run` would be given (C2C_* only: nothing of the test process's own leaks in). */
   private env(extra: Record<string, string>): NodeJS.ProcessEnv {
     return {

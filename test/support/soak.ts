@@ -24,7 +24,7 @@ export const SOAK_FIGURES = {
   channelKills: { variable: 'C2C_SOAK_CHANNEL_KILLS', quick: 20, full: 200, what: 'SIGKILLs while the service refuses connections (channels-crash.test.ts)' },
   channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 12, full: 90, what: 'SIGKILLs aimed at outbox writes and channel calls (channels-crash-online.test.ts)' },
   uploadKills: { variable: 'C2C_SOAK_UPLOAD_KILLS', quick: 12, full: 100, what: 'kill -9s during uploads of 15 clips, the daemon in-process (e2e/uploads-crash.test.ts)' },
-  refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 15, full: 100, what: 'token refreshes with SIGKILLs aimed at them (refresh-crash.test.ts)' },
+  refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 15, full: 100, what: 'token refreshes through kill -9s, half aimed at them, the daemon in-process (e2e/refresh-crash.test.ts)' },
   rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 6, full: 168, what: 'agent hours of token rotation, the daemon in-process (e2e/refresh.test.ts)' },
   rotationTokenHours: { variable: 'C2C_SOAK_TOKEN_HOURS', quick: 1, full: 8, what: 'the token lifetime in the rotation, hours (e2e/refresh.test.ts)' },
   propertyRuns: { variable: 'C2C_SOAK_PROPERTY_RUNS', quick: 10, full: 30, what: 'runs of 120 simulated hours of faults, restarts and clock jumps (heartbeat-property.test.ts)' },
