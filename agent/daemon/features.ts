@@ -6,8 +6,10 @@
 // units.ts around this list; they start before these, the controller and
 // the watchdog after.
 import type { Feature } from '../core/feature.js';
+import { logging } from '../logging/feature.js';
 import { web } from '../web/feature.js';
 
 export const FEATURES: readonly Feature[] = [
+  logging,
   web,
 ];
