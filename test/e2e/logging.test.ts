@@ -171,6 +171,55 @@ describe('presses through the local API', () => {
   });
 });
 
+describe("the service's answers to a press", () => {
+  const TOKEN = '/v2/auth/token';
+
+  it('a 401 goes through the one 401 policy (one refresh, sent again at once), a 5xx and a 429 are tried again: each press arrives once', async () => {
+    const r = (rig = await Rig.up());
+    const ch = await online(r);
+    const trigger = (i: number) => `/v2/devices/channels/${ch}/inputs/${i}/trigger`;
+    r.cloud.control.addFault({ kind: 'status', status: 401, method: 'POST', path: trigger(0), count: 1 });
+    r.cloud.control.addFault({ kind: 'status', status: 503, method: 'POST', path: trigger(1), count: 2 });
+    r.cloud.control.addFault({ kind: 'rate-limit', retryAfter: '7', method: 'POST', path: trigger(7), count: 1 });
+    const since = r.now();
+    for (const i of [0, 1, 7]) expect((await press(r, 'main', i, { timecode: '02:00:00:00' })).status).toBe(202);
+    await r.until('three presses taken', () => presses(r).filter((p) => p.status === 204).length === 3, 10 * MINUTE);
+    await r.advance(5 * MINUTE);
+    expect(r.entries('POST', TOKEN).filter((e) => e.t >= since).map((e) => e.status)).toEqual([200]);
+    // Refused ones never reached the handler (the fault answered): each press was taken once.
+    expect(presses(r).map((p) => p.index).sort()).toEqual([0, 1, 7]);
+    const answers = (i: number) => r.entries('POST', trigger(i)).map((e) => e.status);
+    expect(answers(0)).toEqual([401, 204]);
+    expect(answers(1)).toEqual([503, 503, 204]);
+    expect(answers(7)).toEqual([429, 204]);
+    const [limited, taken] = r.entries('POST', trigger(7));
+    expect(taken!.t - limited!.t).toBeGreaterThanOrEqual(7 * SECOND);
+    expect(r.status()?.logging).toEqual({ pending: 0, sent: 3, failed: 0 });
+  });
+
+  it('another 4xx ends the press failed, with the reason, never sent again', async () => {
+    const r = (rig = await Rig.up());
+    const ch = await online(r);
+    const path = `/v2/devices/channels/${ch}/inputs/0/trigger`;
+    r.cloud.control.addFault({ kind: 'status', status: 422, method: 'POST', path });
+    const lines: Array<Record<string, unknown>> = [];
+    const ac = new AbortController();
+    void apiEvents(apiSocketOf(r.runtimeDir), (e) => lines.push(e), { signal: ac.signal }).catch(() => undefined);
+    try {
+      await realUntil('the events stream', () => lines.length > 0);
+      expect((await press(r, 'main', 0)).status).toBe(202);
+      await r.until('the press failed', () => r.status()?.logging?.failed === 1, 5 * MINUTE);
+      await r.advance(30 * MINUTE);
+      expect(r.entries('POST', path).map((e) => e.status)).toEqual([422]);
+      expect(r.status()?.logging).toEqual({ pending: 0, sent: 0, failed: 1 });
+      await realUntil('the failed line', () => lines.some((l) => l.type === 'press' && l.state === 'failed'));
+      expect(lines.find((l) => l.type === 'press' && l.state === 'failed')).toMatchObject({ channel: 'main', index: 0, reason: expect.stringContaining('422') });
+    } finally {
+      ac.abort();
+    }
+  });
+});
+
 describe('presses made offline', () => {
   it('arrive after an outage and a kill -9, once each, with the seconds they waited', async () => {
     const r = (rig = await Rig.up());
