@@ -2,6 +2,13 @@
 // first, then the oldest, and only items a newcomer outranks or equals (an
 // equal one is older, so it goes first). When even all of those would not
 // make room, the newcomer is the lowest and is the one dropped.
+//
+// Every record that makes a pending item cost more comes through here
+// first, not only a new put: a progress record (or a fold that grows) makes
+// room at its item's priority, the item itself kept (when none can be made,
+// the item is dropped); `size` is always a charge (ledger.ts chargeOf). A
+// change of urgency costs nothing more, since the flag is charged from the
+// put on.
 import type { Entry } from './ledger.js';
 
 /** The items to drop so `size` more bytes fit under `cap`, or undefined when the newcomer itself must go. */

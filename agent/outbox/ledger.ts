@@ -4,7 +4,7 @@
 // a power cut now would leave). Segments are deleted on the durable view
 // only, so a crash can never find an item's put gone while its end is lost.
 import { CANCELLED, type CountedState, type OutboxItem, type OutboxStats } from './types.js';
-import { sequenceOf, type OutboxRecord } from './record.js';
+import { sequenceOf, URGENT_FLAG_BYTES, type OutboxRecord, type PutRecord } from './record.js';
 
 export interface Placement {
   ended: boolean;
@@ -51,13 +51,28 @@ function place(p: Placement, rec: OutboxRecord, seg: number): void {
 
 const placement = (): Placement => ({ ended: false, segs: new Set() });
 
+/**
+ * What a put (or a copy) of `size` bytes is charged against the cap: its
+ * bytes, plus the urgency flag's while it does not carry it. A change of
+ * urgency writes the item again as one copy, and `,"u":1` made the item
+ * bigger than the cap had admitted, with no item dropped to make room (the
+ * model test once found 4001 bytes under a cap of 4000). Charged from the
+ * put on, the flag's bytes are admitted with the item: raising it, lowering
+ * it, carrying it forward or folding its progress never costs more than the
+ * records the copy replaces, so a change of urgency needs no room and drops
+ * nothing. Only progress records make an item grow, and they go through the
+ * cap (Outbox.progress). Every copy is still checked against its charge
+ * (setUrgent, copyForward): records another writer left may copy longer.
+ */
+export const chargeOf = (rec: PutRecord, size: number): number => size + (rec.u === 1 ? 0 : URGENT_FLAG_BYTES);
+
 export class Ledger {
   readonly entries = new Map<string, Entry>();
   readonly segments = new Map<number, SegmentInfo>();
   dropped: Record<string, number> = {};
   quarantined = 0;
   nextSeq = 0;
-  /** Bytes of pending items' records: what the cap limits. */
+  /** What the pending items are charged (their records' bytes, and the urgency flag's where not set: chargeOf): what the cap limits. */
   liveBytes = 0;
 
   addSegment(no: number, size = 0): SegmentInfo {
@@ -96,8 +111,9 @@ export class Ledger {
         e = { item, seq, mem: placement(), dur: placement() };
         this.entries.set(rec.id, e);
       } else if (e.item.state !== 'pending') return;
-      this.liveBytes += size - e.item.bytes;
-      e.item.bytes = size;
+      const charge = chargeOf(rec, size);
+      this.liveBytes += charge - e.item.bytes;
+      e.item.bytes = charge;
       e.item.payload = rec.d;
       if ('pg' in rec) e.item.progress = rec.pg;
       else delete e.item.progress;

@@ -7,7 +7,7 @@ import { formatBytes } from '../lib/byte-size.js';
 import type { Clock } from '../lib/clock.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { oneLine } from '../lib/text.js';
-import { copyItem, Ledger, type Entry } from './ledger.js';
+import { chargeOf, copyItem, Ledger, type Entry } from './ledger.js';
 import { nodeOutboxFs } from './node-fs.js';
 import { copyRecord, encodeRecord, type CountersRecord, type OutboxRecord, type PutRecord } from './record.js';
 import { recover } from './replay.js';
@@ -32,7 +32,7 @@ export interface OutboxOptions {
   clock: Clock;
   /** The kernel's boot id (readBootId()): with the sequence, an id no reboot repeats. */
   bootId: string;
-  /** The pending items' bytes never exceed it: the lowest priority, then the oldest, are dropped first. */
+  /** The pending items' bytes (as charged: ledger.ts chargeOf) never exceed it: the lowest priority, then the oldest, are dropped first. */
   capBytes?: number;
   /** A segment file is closed and a new one started at this size. */
   segmentBytes?: number;
@@ -115,7 +115,7 @@ export class Outbox {
     if (opts.urgent === true) rec.u = 1;
     const bytes = encodeRecord(rec);
     const older = opts.group === undefined ? [] : this.pendingEntries().filter((e) => e.item.group === opts.group);
-    if (this.makeRoom(bytes.length, priority, new Set(older.map((e) => e.item.id)))) {
+    if (this.makeRoom(chargeOf(rec, bytes.length), priority, new Set(older.map((e) => e.item.id)))) {
       // The put goes before the ends it causes: a crash between them leaves both items, never neither.
       this.append(rec, bytes);
       for (const e of older) this.append({ t: 'done', id: e.item.id, r: 'superseded' });
@@ -141,7 +141,7 @@ export class Outbox {
     const copy = copyRecord(e.item, d);
     const copyBytes = encodeRecord(copy);
     const fold = e.item.bytes + prog.length > FOLD_FACTOR * copyBytes.length;
-    const growth = fold ? copyBytes.length - e.item.bytes : prog.length;
+    const growth = fold ? chargeOf(copy, copyBytes.length) - e.item.bytes : prog.length;
     if (growth > 0 && !this.makeRoom(growth, e.item.priority, new Set([id]))) this.evict(e.item);
     else if (fold) this.append(copy, copyBytes);
     else this.append({ t: 'progress', id, d }, prog);
@@ -151,15 +151,27 @@ export class Outbox {
   /**
    * Marks a pending item urgent or not, durably: a copy of it (payload and
    * newest progress) with the flag is appended, like a fold of its progress.
-   * False when the item is not pending (done, dead, unknown).
+   * False when the item is not pending (done, dead, unknown), or in the case
+   * below where the cap has no room for the copy.
    */
   async setUrgent(id: string, urgent: boolean): Promise<boolean> {
     const s = this.live();
     const e = s.ledger.entries.get(id);
     if (e === undefined || e.item.state !== 'pending') return false;
     if ((e.item.urgent === true) === urgent) return true;
-    // No cap check: the copy replaces the item's own records (like a fold), and dropping the item to make room for it would lose what was asked for.
-    this.append(copyRecord({ ...e.item, urgent }, e.item.progress));
+    const copy = copyRecord({ ...e.item, urgent }, e.item.progress);
+    const bytes = encodeRecord(copy);
+    // The copy replaces the item's records, and the item was charged for the flag from its put on
+    // (ledger.ts chargeOf): a copy of records this outbox wrote never costs more, so the change needs
+    // no room and drops nothing. Records that encode longer than they were read (another writer's)
+    // could: that growth goes through the cap like any other, the item itself kept, and when
+    // nothing may go the change is refused, never the cap passed nor the item dropped for it.
+    const growth = chargeOf(copy, bytes.length) - e.item.bytes;
+    if (growth > 0 && !this.makeRoom(growth, e.item.priority, new Set([id]))) {
+      s.logger.warn({ id, growth, capBytes: s.cap }, "outbox: no room under the cap for an item's change of urgency; left as it was");
+      return false;
+    }
+    this.append(copy, bytes);
     await s.writer.whenWritten();
     return true;
   }
@@ -311,7 +323,13 @@ export class Outbox {
   private copyForward(): void {
     const s = this.s!;
     if (s.closing || s.writer.held > 0) return;
-    for (const rec of copyForwardPlan(s.ledger, s.current, s.compactAt)) this.append(rec);
+    for (const rec of copyForwardPlan(s.ledger, s.current, s.compactAt)) {
+      const e = s.ledger.entries.get(rec.id);
+      const bytes = encodeRecord(rec);
+      // Never more than the item is charged for its records this outbox wrote (chargeOf); one that
+      // would be (another writer's records) stays where it is rather than grow past what the cap admitted.
+      if (e !== undefined && chargeOf(rec, bytes.length) <= e.item.bytes) this.append(rec, bytes);
+    }
   }
 }
 

@@ -141,6 +141,14 @@ export function copyRecord(item: OutboxItem, progress: unknown): PutRecord {
   return rec;
 }
 
+/**
+ * What the urgency flag adds to a put or a copy: `,"u":1`, the last key of
+ * both. The cap charges every item for it from its put on (ledger.ts
+ * chargeOf), so raising an item never makes it cost more.
+ */
+const FLAG_PROBE: PutRecord = { t: 'put', id: '', k: '', pr: 0, at: '', d: null };
+export const URGENT_FLAG_BYTES = recordSize({ ...FLAG_PROBE, u: 1 }) - recordSize(FLAG_PROBE);
+
 /** The sequence number in an id (`<boot id>:<sequence>`), or -1 for an id this outbox did not make. */
 export function sequenceOf(id: string): number {
   const n = Number(id.slice(id.lastIndexOf(':') + 1));

@@ -21,7 +21,12 @@ export interface OutboxItem<P = unknown> {
   payload: P;
   /** Wall time of the put, ISO 8601: reports only (the clock may be wrong before NTP). */
   createdAt: string;
-  /** Bytes this item's records take on disk (its put plus its progress records), for the cap. */
+  /**
+   * What this item is charged against the cap: the bytes its records take on
+   * disk (its put plus its progress records), plus, while it is not urgent,
+   * the few bytes the urgency flag would add (ledger.ts chargeOf), so that a
+   * change of urgency never needs room the cap did not admit.
+   */
   bytes: number;
   state: ItemState;
   /** The newest progress record's data (a resumable job's done chunks); undefined before any. */
@@ -59,7 +64,7 @@ export interface OutboxStats {
   diskBytes: number;
   /** Records held in memory because the disk refused them (ENOSPC, EROFS); 0 when healthy. */
   unwritten: number;
-  /** Bytes of the pending items' records (the sum of their `bytes`): what capBytes limits. */
+  /** What the pending items are charged (the sum of their `bytes`: their records, and room for the urgency flag of each one not urgent): what capBytes limits, never above it. */
   liveBytes: number;
 }
 

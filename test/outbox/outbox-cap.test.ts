@@ -4,9 +4,21 @@
 // outlive the segments that held the drop records.
 import { describe, expect, it } from '@jest/globals';
 import type { OutboxItem } from '../../agent/outbox/types.js';
-import { Harness, payload } from './harness.js';
+import { crc32, encodeRecord, HEADER_BYTES, URGENT_FLAG_BYTES } from '../../agent/outbox/record.js';
+import { segmentName } from '../../agent/outbox/segments.js';
+import { DIR, Harness, payload } from './harness.js';
 
 const CAP = 4_000;
+
+/** A record framed around a body exactly as given: JSON another writer made, which need not be what JSON.stringify gives back. */
+function framed(body: string): Uint8Array {
+  const json = new TextEncoder().encode(body);
+  const out = new Uint8Array(HEADER_BYTES + json.length);
+  new DataView(out.buffer).setUint32(0, json.length, true);
+  new DataView(out.buffer).setUint32(4, crc32(json), true);
+  out.set(json, HEADER_BYTES);
+  return out;
+}
 
 async function putAll(h: Harness, puts: Array<Promise<OutboxItem>>): Promise<OutboxItem[]> {
   await h.window();
@@ -43,7 +55,9 @@ describe('outbox cap', () => {
   it('a newcomer lower than everything queued is the one dropped, and its put still resolves', async () => {
     const h = new Harness({ capBytes: CAP, segmentBytes: 1_000 });
     const ob = await h.open();
-    await putAll(h, Array.from({ length: 15 }, (_, i) => ob.put('upload', payload(i), { priority: 2 })));
+    // As many as fit (each charged its record and room for the urgency flag), no room left for one more.
+    await putAll(h, Array.from({ length: 14 }, (_, i) => ob.put('upload', payload(i), { priority: 2 })));
+    expect(ob.stats().liveBytes + ob.pending()[0]!.bytes).toBeGreaterThan(CAP);
     expect(ob.stats().dropped).toEqual({});
     const before = ob.pending().map((i) => i.id);
     const [low] = await putAll(h, [ob.put('channel-connect', payload(99), { priority: 1 })]);
@@ -99,5 +113,74 @@ describe('outbox cap', () => {
     expect(again.get(job!.id)).toMatchObject({ state: 'pending', progress: { chunks: 200 } });
     // 200 progress records and their copies, yet only the last few segments are still on disk.
     expect(again.stats().diskBytes).toBeLessThan(CAP);
+  });
+  // The model test's failure (seed -1655663593): four puts left 3995 bytes under a cap of 4000, and
+  // raising one of them wrote a copy 6 bytes longer (`,"u":1`) with no cap check: 4001. The flag is now
+  // charged from the put on, so a change of urgency costs nothing the cap did not already admit.
+  it('a change of urgency never takes the queue past its cap, even a full one whose lowest item is raised, and drops nothing', async () => {
+    const h = new Harness({ capBytes: CAP, segmentBytes: 1_000 });
+    const ob = await h.open();
+    const [low] = await putAll(h, [ob.put('upload', payload(1, 100), { priority: 0 })]);
+    const each = ob.get(low!.id)!.bytes;
+    // A second item, the same but for its pad and a higher priority, brings the queue to one byte under its cap.
+    const [high] = await putAll(h, [ob.put('upload', payload(2, CAP - 1 - 2 * each + 100), { priority: 1 })]);
+    expect(ob.stats()).toMatchObject({ liveBytes: CAP - 1, dropped: {} });
+    expect(ob.get(high!.id)?.state).toBe('pending');
+
+    const raised = ob.setUrgent(low!.id, true);
+    expect(ob.stats().liveBytes).toBe(CAP - 1);
+    await h.window();
+    expect(await raised).toBe(true);
+    expect(ob.get(low!.id)).toMatchObject({ state: 'pending', urgent: true, bytes: each });
+    expect(ob.stats()).toMatchObject({ liveBytes: CAP - 1, dropped: {} });
+    // Lowered and raised again: the same charge each time.
+    for (const to of [false, true]) {
+      const p = ob.setUrgent(low!.id, to);
+      expect(ob.stats().liveBytes).toBe(CAP - 1);
+      await h.window();
+      expect(await p).toBe(true);
+    }
+    expect(ob.pending().map((i) => i.id)).toEqual([low!.id, high!.id]);
+
+    h.sim.crash('power', true);
+    const again = await h.open();
+    expect(again.get(low!.id)).toMatchObject({ state: 'pending', urgent: true, bytes: each });
+    expect(again.get(high!.id)?.state).toBe('pending');
+    expect(again.stats()).toMatchObject({ liveBytes: CAP - 1, dropped: {} });
+  });
+
+  it('a copy that would cost more than its item was charged (records another writer left) goes through the cap: room made at its priority, else the change refused', async () => {
+    for (const otherPriority of [1, 0]) {
+      const h = new Harness({ capBytes: CAP, segmentBytes: 1_000 });
+      // `1e9` reads back as 1000000000: a copy of this put is 7 bytes longer than the put.
+      const odd = framed(`{"t":"put","id":"boot-1:1","k":"upload","pr":0,"at":"2024-01-01T00:00:00.000Z","d":{"n":1e9,"pad":"p"}}`);
+      const other = (pad: number) => encodeRecord({ t: 'put', id: 'boot-1:2', k: 'upload', pr: otherPriority, at: '2024-01-01T00:00:00.000Z', d: payload(2, pad) });
+      const pad = CAP - 1 - (odd.length + URGENT_FLAG_BYTES) - (other(0).length + URGENT_FLAG_BYTES);
+      h.sim.write(`${DIR}/${segmentName(1)}`, Buffer.concat([encodeRecord({ t: 'counters', seq: 3, dropped: {}, quarantined: 0 }), odd, other(pad)]));
+      const ob = await h.open();
+      expect(ob.stats()).toMatchObject({ liveBytes: CAP - 1, dropped: {} });
+
+      const raised = ob.setUrgent('boot-1:1', true);
+      expect(ob.stats().liveBytes).toBeLessThanOrEqual(CAP);
+      await h.window();
+      if (otherPriority > 0) {
+        // Only the item itself could go: the change is refused, nothing dropped.
+        expect(await raised).toBe(false);
+        expect(ob.get('boot-1:1')).toMatchObject({ state: 'pending' });
+        expect(ob.get('boot-1:1')?.urgent).toBeUndefined();
+        expect(ob.get('boot-1:2')?.state).toBe('pending');
+        expect(ob.stats()).toMatchObject({ liveBytes: CAP - 1, dropped: {} });
+        expect(h.warnings().map((l) => l.msg)).toEqual([expect.stringMatching(/no room under the cap/)]);
+      } else {
+        // An item of its priority makes room, as for a put or a progress record.
+        expect(await raised).toBe(true);
+        expect(ob.get('boot-1:1')).toMatchObject({ state: 'pending', urgent: true });
+        expect(ob.get('boot-1:2')?.state).toBe('dropped');
+        expect(ob.stats().dropped).toEqual({ upload: 1 });
+      }
+      expect(ob.stats().liveBytes).toBeLessThanOrEqual(CAP);
+      h.sim.crash('power', true);
+      expect((await h.open()).stats().liveBytes).toBeLessThanOrEqual(CAP);
+    }
   });
 });

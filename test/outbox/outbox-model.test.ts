@@ -238,8 +238,11 @@ class World {
         if ((this.ob.get(tag.id)?.urgent === true) === s.to) break;
         tag.urgent = s.to;
         const m = ++tag.urgentIssued;
+        const before = this.ob.stats();
         this.settle(this.ob.setUrgent(tag.id, s.to), () => (tag.urgentSure = Math.max(tag.urgentSure, m)));
         expect(this.ob.get(tag.id)?.urgent === true).toBe(s.to);
+        // The flag was charged with the put (ledger.ts chargeOf): a change of urgency costs no room and drops nothing.
+        expect([this.ob.stats().liveBytes <= before.liveBytes, this.ob.stats().dropped]).toEqual([true, before.dropped]);
         break;
       }
       case 'progress':
