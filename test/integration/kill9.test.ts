@@ -1,6 +1,7 @@
 // kill -9 of the built daemon, for what only a process shows: a kill in the
-// middle of a write (between a temp file's creation and its rename), and what
-// that leaves on flash for the next start. Every other kill runs the daemon
+// middle of a write (between a temp file's creation and its rename: the upload
+// index, the credentials, the channel record), and what that leaves on flash
+// for the next start. Every other kill runs the daemon
 // in-process in agent time (test/e2e/: uploads-crash, uploads-resume,
 // uploads-realtime, heartbeat, channels-crash, refresh-crash), where the rig's
 // kill lands between two of the daemon's steps, never inside a write. Power
@@ -11,7 +12,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, watch, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { daemonState, status, waitFor } from './agent-process.js';
+import { readStatus } from '../../agent/daemon/runtime/status-file.js';
+import { cloudFetch, daemonState, status, waitFor } from './agent-process.js';
+import { CONNECT_PATH, cli, indexesAtService, plug, serviceChannels, startChannelAgent, tempFiles, useChannelRigs } from './channels-harness.js';
 import { useCrashSuite } from './crash-suite.js';
 import { seeded } from '../support/seeded.js';
 import { soakSeed } from '../support/soak.js';
@@ -21,6 +24,11 @@ import { completeNamed, startUploadAgent, waitForUploads, writeMedia, useUploadR
 const SCALE = 60;
 const { rigUp, online } = useUploadRigs(SCALE);
 const suite = useCrashSuite();
+const channelRigAt = useChannelRigs();
+/** The channel rig's scale: the debounce (5 agent s) is 17 real ms. */
+const CHANNEL_SCALE = 300;
+/** conf's temp file of the channel record (`channels.json.tmp-<10 digits><6 hex>`). */
+const CONF_TEMP = /(^|\/)channels\.json\.tmp-\d{10}[0-9a-f]{6}$/;
 
 /** 120 agent-s tokens at scale 300: a refresh every 60-90 agent s, 0.2-0.3 real s. */
 const REFRESH_SCALE = 300;
@@ -153,5 +161,58 @@ describe('kill -9 in the middle of a write', () => {
     expect(await last.exited).toEqual({ code: 0, signal: null });
     console.log(JSON.stringify({ test: 'credentials write window', seed, ...stats, realS: (Date.now() - t0) / 1000 }));
     expect(existsSync(planted)).toBe(false);
+  }, 120_000);
+  // A kill while the channel record is written through conf (atomically's `channels.json.tmp-<n>`,
+  // between its creation and the rename) leaves the temp in the state dir; the next start must remove
+  // it (it used to stay on flash for good, one file per such kill). The service loses the video
+  // channel before each start, so each daemon connects it and writes the record right after the
+  // answer; the kill lands 0.5 to 3 real ms after that answer.
+  it('a kill while the channel record is written leaves no channels.json.tmp-* behind for long: the next start removes it', async () => {
+    const rig = await channelRigAt(CHANNEL_SCALE);
+    const c = rig.cloud;
+    const state = rig.dirs.stateDir;
+    const random = seeded(soakSeed());
+    // What an earlier such kill left (named as atomically names it), five minutes ago.
+    const planted = join(state, `channels.json.tmp-${String(Date.now() - 300_000).slice(-10)}a1b2c3`);
+    writeFileSync(planted, '{"channels":{}}', { mode: 0o600 });
+    const old = new Date(Date.now() - 300_000);
+    utimesSync(planted, old, old);
+
+    plug(rig, 'video');
+    const answered = (): number => c.journal.filter((e) => e.method === 'POST' && e.path === CONNECT_PATH && e.status === 200).length;
+    let tries = 0;
+    let leaked = 0;
+    while (tries < 40 && leaked < 2) {
+      tries++;
+      for (const ch of serviceChannels(rig)) {
+        await cloudFetch(`${c.url}${CONNECT_PATH}/${ch.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });
+      }
+      const before = tempFiles(state).filter((n) => CONF_TEMP.test(n)).length;
+      const agent = startChannelAgent(rig);
+      const seen = answered();
+      await waitFor('a connect answered', () => answered() > seen || agent.child.exitCode !== null, 5_000, 0).catch(() => undefined);
+      const until = performance.now() + 0.5 + random() * 2.5;
+      while (performance.now() < until) {
+        // spin: a timer could not aim within the millisecond the write takes (a real-time aim on purpose: the window is the kernel's)
+      }
+      agent.child.kill('SIGKILL');
+      await agent.exited;
+      if (tempFiles(state).filter((n) => CONF_TEMP.test(n)).length > before) leaked++;
+    }
+
+    // A daemon then runs through a whole start and a finished sync, and stops cleanly.
+    const last = startChannelAgent(rig);
+    await waitFor('the video channel', () => JSON.stringify(indexesAtService(rig)) === '[0]', 10_000);
+    // No sync pending: waited for in status.json, then `status` asked (its end record may still be on its way to the file).
+    await waitFor('no sync pending', () => {
+      const r = readStatus(rig.dirs.runtimeDir);
+      return r.kind === 'ok' && r.doc.pid === last.pid && (r.doc as { channels?: { pendingSyncs?: number } }).channels?.pendingSyncs === 0;
+    }, 10_000, 10);
+    await waitFor('`status` says no sync pending', async () => ((await cli(rig, ['status']).catch(() => undefined))?.json.channels as { pendingSyncs?: number } | undefined)?.pendingSyncs === 0, 10_000, 100);
+    last.child.kill('SIGTERM');
+    expect(await last.exited).toEqual({ code: 0, signal: null });
+    const left = tempFiles(state);
+    console.log(JSON.stringify({ test: 'channel record temps', tries, leakedByRealKills: leaked, left }));
+    expect(left).toEqual([]);
   }, 120_000);
 });

@@ -21,8 +21,8 @@ export interface SoakFigure {
 
 /** Every soak figure, by the test that uses it. */
 export const SOAK_FIGURES = {
-  channelKills: { variable: 'C2C_SOAK_CHANNEL_KILLS', quick: 20, full: 200, what: 'SIGKILLs while the service refuses connections (channels-crash.test.ts)' },
-  channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 12, full: 90, what: 'SIGKILLs aimed at outbox writes and channel calls (channels-crash-online.test.ts)' },
+  channelKills: { variable: 'C2C_SOAK_CHANNEL_KILLS', quick: 20, full: 200, what: 'kill -9s while the service refuses connections, the daemon in-process (e2e/channels-crash.test.ts)' },
+  channelOnlineKills: { variable: 'C2C_SOAK_CHANNEL_ONLINE_KILLS', quick: 12, full: 90, what: 'kill -9s aimed at outbox writes and channel calls, the daemon in-process (e2e/channels-crash.test.ts)' },
   uploadKills: { variable: 'C2C_SOAK_UPLOAD_KILLS', quick: 12, full: 100, what: 'kill -9s during uploads of 15 clips, the daemon in-process (e2e/uploads-crash.test.ts)' },
   refreshKills: { variable: 'C2C_SOAK_REFRESHES', quick: 15, full: 100, what: 'token refreshes through kill -9s, half aimed at them, the daemon in-process (e2e/refresh-crash.test.ts)' },
   rotationHours: { variable: 'C2C_SOAK_ROTATION_HOURS', quick: 6, full: 168, what: 'agent hours of token rotation, the daemon in-process (e2e/refresh.test.ts)' },

@@ -122,3 +122,11 @@ export function contentSnapshot(dir: string): Record<string, { size: number; mti
   walk(dir, '');
   return out;
 }
+
+/** Every channel sync put in `<state-dir>/queue` has its end record there (and there is at least one put). */
+export function syncsEnded(stateDir: string): boolean {
+  const records = scanQueueDir(join(stateDir, 'queue')).flatMap((s) => s.records);
+  const ended = new Set(records.filter((r) => r.t === 'done' || r.t === 'dead' || r.t === 'drop').map((r) => r.id));
+  const puts = records.filter((r) => r.t === 'put');
+  return puts.length > 0 && puts.every((r) => ended.has(r.id));
+}
