@@ -58,7 +58,11 @@ export function apiRequest<T = unknown>(socketPath: string, method: string, path
       ...(o.signal && { signal: o.signal }),
     });
     let connected = false;
-    req.on('socket', (s) => s.once('connect', () => (connected = true)));
+    // A kept-alive socket is connected already, and never emits 'connect' again: a listener on it would stay for good, one per request.
+    req.on('socket', (s) => {
+      if (s.connecting) s.once('connect', () => (connected = true));
+      else connected = true;
+    });
     req.on('timeout', () => req.destroy(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
     req.on('error', (err: NodeJS.ErrnoException) => reject(connected && err.code !== 'ETIMEDOUT' ? err : unreachable(err, socketPath)));
     req.on('response', (res) => {
