@@ -13,7 +13,8 @@
 import type { ClientCredentials, OAuthEndpoints } from '../api/oauth.js';
 import type { DeviceEndpoints } from '../api/device.js';
 import type { Settings } from '../config/types.js';
-import type { EventBus, PairingProgress } from '../core/event-bus.js';
+import type { EventBus } from '../core/event-bus.js';
+import type { PairingProgress } from './events.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';

@@ -7,7 +7,7 @@ import type { ClientCredentials, DeviceCode, OAuthEndpoints, TokenGrant } from '
 import { Backoff, retryAfterOf } from '../lib/backoff.js';
 import { sleep, type Clock } from '../lib/clock.js';
 import { AgentError } from '../lib/errors.js';
-import type { PairingProgress } from '../core/event-bus.js';
+import type { PairingProgress } from './events.js';
 
 /** RFC 8628: a slow_down adds five seconds to the polling interval. */
 const SLOW_DOWN_STEP_S = 5;

@@ -15,7 +15,7 @@ import type { Logger } from '../lib/logger.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import type { ChannelMap } from './channel-map.js';
 import { isSettled, reconcile } from './reconcile.js';
-import { CHANNEL_SYNC_KIND } from './sync-worker.js';
+import { CHANNEL_SYNC_KIND } from './kinds.js';
 
 export interface ChannelsUnitDeps {
   specs: ChannelSpec[];

@@ -15,7 +15,9 @@ import type { OutboxItem } from '../outbox/types.js';
 import type { ChannelMap } from './channel-map.js';
 import { reconcile } from './reconcile.js';
 
-export const CHANNEL_SYNC_KIND = 'channel-sync';
+import { CHANNEL_SYNC_KIND } from './kinds.js';
+
+export { CHANNEL_SYNC_KIND };
 
 export interface ChannelSyncDeps {
   specs: ChannelSpec[];

@@ -4,7 +4,7 @@
 // --json lines and exit codes as pairing by itself. Ctrl-C or SIGTERM
 // cancels the daemon's flow (DELETE /v1/pair) and exits 130 / 143.
 import type { PairingEvent } from '../auth/pairing.js';
-import type { PairingProgress } from '../core/event-bus.js';
+import { pairingProgress, type PairingProgress } from '../auth/events.js';
 import type { Settings } from '../config/types.js';
 import { SystemClock } from '../lib/clock.js';
 import { AgentError, errorKindOf, EXIT } from '../lib/errors.js';
@@ -64,11 +64,9 @@ function kindOf(kind: string): AgentError['kind'] {
   return errorKindOf(kind) ?? 'unavailable';
 }
 
-/** A `pairing` line from the stream, checked enough to be shown (the daemon wrote it; an odd one is skipped). */
+/** A `pairing` line from the stream, checked by its one declaration (auth/events.ts): an odd one is skipped. */
 function progressOf(e: Record<string, unknown>): PairingProgress | undefined {
-  if (e.type !== 'pairing' || typeof e.phase !== 'string') return undefined;
-  const { type: _type, at: _at, ...p } = e;
-  return p as unknown as PairingProgress;
+  return e.type === 'pairing' ? pairingProgress(e) : undefined;
 }
 
 export async function pairThroughDaemon(api: DaemonApi, o: DaemonPairOptions, attach: (onEvent: (e: Record<string, unknown>) => void) => Promise<EventsHandle | undefined>): Promise<DaemonPairResult | undefined> {

@@ -8,7 +8,8 @@
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
 import { readStatusDocument } from '../daemon/status-reader.js';
-import { type QueueSection, type SkippedSection } from '../core/status-document.js';
+import type { QueueSection } from '../outbox/queue-section.js';
+import type { SkippedSection } from '../uploads/section.js';
 import { AgentError, EXIT } from '../lib/errors.js';
 import { DaemonApi } from './daemon-api.js';
 import { readQueueOf } from '../outbox/reader.js';

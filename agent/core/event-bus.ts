@@ -12,40 +12,12 @@ import type { Device } from '../api/types.js';
 import type { Logger } from '../lib/logger.js';
 import type { DaemonSnapshot } from './state.js';
 
-/** A media file that held still and may be uploaded (uploads/upload-item.ts's UploadPayload has this shape). */
-export interface MediaFileFacts {
-  path: string;
-  name: string;
-  size: number;
-  mtimeMs: number;
-  ino: number;
-  dev: number;
-  filetype: string;
-  extension?: string;
-  /** The profile channel key (the sub-folder it came from). */
-  channelKey?: string;
-}
-
-/** What the camera's own UI may set on the daemon (GET/PATCH /v1/prefs), kept on flash by localapi/prefs-store.ts. */
-export interface Prefs {
-  /** Off: the media watcher's finds are held back (not queued) until it is on again; files queued by hand still go. */
-  autoUpload: boolean;
-}
-
 /**
- * One step of the daemon's pairing, as the local API's `/v1/events` carries
- * it (fields named as the contract names them). Never the device code.
+ * The events of the core (the controller, the token source) and the few
+ * every feature shares. A feature declares its own from its own folder by
+ * declaration merging (`declare module '../core/event-bus.js' { interface
+ * AgentEvents { … } }`, e.g. uploads/events.ts), so core names none of them.
  */
-export type PairingProgress =
-  | { phase: 'code'; user_code: string; verification_uri: string; verification_uri_complete: string | null; expires_in: number; interval: number; name?: string }
-  | { phase: 'waiting'; expires_in: number }
-  | { phase: 'slow_down'; interval: number }
-  | { phase: 'retrying'; error: { kind: string; message: string } }
-  | { phase: 'verifying' }
-  | { phase: 'paired'; verified: boolean; device: Record<string, unknown> | null; warnings: string[]; /** Why the service could not confirm the grant yet (it was stored all the same). */ unverified?: { kind: string; message: string } }
-  | { phase: 'failed'; exitCode: number; error: { kind: string; message: string; status?: number; code?: string } }
-  | { phase: 'cancelled' };
-
 export interface AgentEvents {
   /** The controller published its state; `transition` is true when the state itself changed. */
   stateChanged: { snapshot: DaemonSnapshot; transition: boolean };
@@ -55,30 +27,14 @@ export interface AgentEvents {
   tokensRefreshed: { why: string };
   /** The service refused the refresh token, or the credentials went away: the unit needs pairing. */
   tokensRejected: { reason: string };
-  /** The set of profile channels plugged in now (by key). */
-  channelsDetected: { keys: ReadonlySet<string> };
-  /** Channel sync asked for (a device record that disagrees, a record rewritten). */
-  channelSyncRequested: { why: string };
-  /** A channel sync went through; `map` is the channel-id record now on flash. */
-  channelsSynced: { map: Record<string, string> };
-  /** One attempt at an outbox item ended (done, dead or retry later). */
-  outboxSettled: Record<string, never>;
-  /** The media watcher found a finished file. */
-  mediaFileReady: { file: MediaFileFacts };
-  /** Real-time uploads: the media watcher found a clip still being written at `path`, to be `finalPath` once finished. */
-  mediaFileGrowing: { file: MediaFileFacts & { finalPath: string } };
-  /** Bytes of a media file left for storage. */
-  bytesSent: { bytes: number };
-  /** The upload window opened: uploads may go now. */
-  uploadWindowOpened: Record<string, never>;
-  /** The preferences changed (PATCH /v1/prefs): in effect at once. */
-  prefsChanged: { prefs: Prefs };
-  /** Something a unit reports in the status document changed (queue, uploads, channels). */
-  statusChanged: Record<string, never>;
-  /** The daemon's own pairing moved on (auth/daemon-pairing.ts, started by POST /v1/pair); GET /v1/events carries it as a `pairing` line. */
-  pairing: PairingProgress;
   /** The daemon stored or forgot the credentials itself (pairing, unpairing): use the file as it is now. */
   credentialsReplaced: { why: 'paired' | 'unpaired' };
+  /** Something a unit reports in the status document changed (queue, uploads, channels): the status file is written again soon. */
+  statusChanged: Record<string, never>;
+  /** Someone reads the status document now (GET /v1/status): a figure read only when asked is read again. */
+  statusAsked: Record<string, never>;
+  /** A reader attached to GET /v1/events; `readers` is how many there are now. */
+  eventsReaderAttached: { readers: number };
 }
 
 export type AgentEvent = keyof AgentEvents;

@@ -32,7 +32,7 @@ import type { Wire } from '../api/transport.js';
 import type { FirmwareProfile, Settings } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import type { Worker } from '../outbox/dispatcher.js';
+import type { KindFailing, Worker } from '../outbox/dispatcher.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import type { EventBus } from './event-bus.js';
 import type { EventLinePublisher } from './event-lines.js';
@@ -71,6 +71,12 @@ export interface FeatureOutbox {
   items(): OutboxItem[];
   /** Ids of the items running now. */
   inFlight(): string[];
+  /** The kinds whose attempts keep failing, absent when none (the dispatcher's view). */
+  failing(): Record<string, KindFailing> | undefined;
+  /** A worker's progress record for an item (on flash with the next group commit). */
+  progress(id: string, data: unknown): Promise<void>;
+  /** Resolves once every record written so far is on flash. */
+  flush(): Promise<void>;
   /** Registers the workers of `kinds`, loaded when the first item of one of them is put or replayed (a feature's `outbox` declaration is registered for it). */
   register(kinds: readonly string[], load: () => Promise<readonly Worker[]>): void;
 }

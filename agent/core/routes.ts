@@ -9,6 +9,8 @@
 //
 // A path is literal segments and `{name}` parameters: `/v1/uploads/{id}`.
 
+import { AgentError, type ErrorKind } from '../lib/errors.js';
+
 export type Access = 'read' | 'write';
 
 /** A request as a handler sees it: the body already read (within the cap) and parsed. */
@@ -66,6 +68,34 @@ export const badRequest = (message: string): ApiError => new ApiError(400, 'bad-
 export const notFound = (message: string): ApiError => new ApiError(404, 'not-found', message);
 export const forbidden = (message: string): ApiError => new ApiError(403, 'forbidden', message);
 
+/** The HTTP status of a refusal of each kind: the request was fine, the daemon or the service could not do it. */
+const STATUS_OF: Record<ErrorKind, number> = {
+  usage: 400,
+  config: 409,
+  unauthorized: 403,
+  forbidden: 403,
+  'rate-limited': 503,
+  paused: 503,
+  conflict: 409,
+  'not-found': 502,
+  server: 502,
+  network: 503,
+  protocol: 502,
+  unavailable: 503,
+  timeout: 504,
+  disk: 507,
+  // The service's certificate could not be checked: an upstream that did not prove itself, or a clock to set.
+  tls: 502,
+  clock: 503,
+  internal: 500,
+};
+
+/** An AgentError as the API's refusal; its kind kept, so a client maps it to the same exit code. */
+export function apiErrorOf(err: unknown): unknown {
+  if (!(err instanceof AgentError)) return err;
+  return new ApiError(STATUS_OF[err.kind], err.kind, err.message);
+}
+
 interface Route {
   method: string;
   segments: string[];
@@ -99,10 +129,22 @@ export class HandlerMap {
     return allowed.length > 0 ? { kind: 'no-method', allowed } : { kind: 'no-path' };
   }
 
+  /** Every route's handler by `'METHOD /path'` (core/feature.ts routeKey): what a feature's lazily loaded route group answers with. */
+  handlers(): Record<string, Handler> {
+    return Object.fromEntries(this.routes.map((r) => [`${r.method} /${r.segments.join('/')}`, r.handler]));
+  }
+
   /** Every route, for the docs' test: `GET /v1/status (read)`. */
   list(): string[] {
     return this.routes.map((r) => `${r.method} /${r.segments.join('/')} (${r.access})`);
   }
+}
+
+/** The handlers a `register…Handlers(routes, deps)` function adds, by `'METHOD /path'`. */
+export function handlersOf(register: (routes: HandlerMap) => void): Record<string, Handler> {
+  const routes = new HandlerMap();
+  register(routes);
+  return routes.handlers();
 }
 
 // Empty segments are kept, so they match nothing: dropped, `DELETE /v1/uploads/` (a

@@ -109,3 +109,20 @@ export function obj<F extends Fields>(fields: F): Check<ObjectOf<F>> {
     return out as ObjectOf<F>;
   };
 }
+
+/** Any JSON object, kept as it is (a record the reader passes on without looking inside). */
+export const anyObject: Check<Record<string, unknown>> = (v) => (isObject(v) ? { ...v } : undefined);
+
+/**
+ * One of several object shapes told apart by the string at `key`: `variant('phase',
+ * { waiting: obj({ expires_in: count }), … })` takes `{ phase: 'waiting', expires_in: 60 }`.
+ */
+export function variant<K extends string, M extends Readonly<Record<string, Check<object>>>>(key: K, cases: M): Check<{ [P in keyof M & string]: Flat<{ [Q in K]: P } & ShapeOf<M[P]>> }[keyof M & string]> {
+  return (v) => {
+    if (!isObject(v)) return undefined;
+    const tag = v[key];
+    if (typeof tag !== 'string' || !Object.hasOwn(cases, tag)) return undefined;
+    const body = cases[tag]!(v);
+    return body === undefined ? undefined : ({ [key]: tag, ...body } as never);
+  };
+}

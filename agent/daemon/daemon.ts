@@ -1,7 +1,9 @@
 // The whole daemon as `run` builds it, and nothing of the process around it:
 // the last heartbeat's record in the runtime dir, the event bus, the core
 // (core.ts: the service API, the token source, the controller) and the units
-// around it (units.ts), started in order and stopped in reverse. main.ts owns
+// around it (units.ts: the features of features.ts, each loaded by a dynamic
+// import), started in order once every feature is loaded, and stopped in
+// reverse. main.ts owns
 // the process (the runtime dir and its lock, signals, exit, the logger on
 // stdout, systemd's environment) and calls this; the end-to-end tests that
 // judge agent time (test/e2e/) call it too, on a virtual clock, with a `wire`
@@ -10,7 +12,6 @@ import type { ClientCredentials } from '../api/oauth.js';
 import type { Wire } from '../api/transport.js';
 import { getClientId } from '../auth/client-id.js';
 import { readClientSecret } from '../auth/client-secret.js';
-import type { DaemonPairing } from '../auth/daemon-pairing.js';
 import type { FirmwareProfile, Settings } from '../config/types.js';
 import { EventBus } from '../core/event-bus.js';
 import { startUnit, stopUnit, type DaemonUnit } from '../core/unit.js';
@@ -44,12 +45,18 @@ export interface DaemonInput {
 export interface Daemon {
   bus: EventBus;
   core: Core;
-  /** In start order. */
-  units: DaemonUnit[];
+  /** In start order; empty until start() has loaded the features. */
+  readonly units: DaemonUnit[];
   controller: Controller;
-  pairing: DaemonPairing;
-  /** Starts every unit in order; READY=1 goes out once the controller runs (start-up does not wait for the network). */
-  start(): void;
+  /** The features that are on (daemon/features.ts). */
+  features: string[];
+  /**
+   * Loads the features (a microtask's work in the bundle, whose code is in
+   * memory), then starts every unit in order; READY=1 goes out once the
+   * controller runs (start-up does not wait for the network). Resolves once
+   * they started; nobody needs to wait for it.
+   */
+  start(): Promise<void>;
   /**
    * STOPPING=1, every unit stopped in reverse order (one that fails is logged
    * and the rest still stop), the attempt record flushed, the service's
@@ -111,7 +118,7 @@ export function buildDaemon(i: DaemonInput): Daemon {
     },
     ...(i.wire !== undefined && { wire: i.wire }),
   });
-  const { units, controller, pairing } = buildUnits({
+  const built = buildUnits({
     settings,
     profile: i.profile,
     clock,
@@ -125,12 +132,18 @@ export function buildDaemon(i: DaemonInput): Daemon {
     agentVersion: i.agentVersion,
     ...(i.wire !== undefined && { wire: i.wire }),
   });
+  const { controller } = built;
+  let started: DaemonUnit[] = [];
+  let starting: Promise<void> | undefined;
+  let stopping = false;
   return {
     bus,
     core,
-    units,
+    get units() {
+      return started;
+    },
     controller,
-    pairing,
+    features: built.features,
     start() {
       // A camera that reports firmware 0.0.0 gets the service's configuration for 0.0.0 and this
       // agent's generic profile: say so once, as the other settings a camera cannot do without do.
@@ -140,14 +153,21 @@ export function buildDaemon(i: DaemonInput): Daemon {
           `no firmware version set (firmwareVersion or firmwareVersionFile): sending ${settings.firmwareVersion}, profile ${i.profile.id}; the service picks its configuration for that version`,
         );
       }
-      for (const u of units) {
-        startUnit(bus, u);
-        if (u === controller) void notifier.ready(controller.statusLine());
-      }
+      starting ??= built.units.then((units) => {
+        if (stopping) return;
+        started = units;
+        for (const u of units) {
+          startUnit(bus, u);
+          if (u === controller) void notifier.ready(controller.statusLine());
+        }
+      });
+      return starting;
     },
     async stop() {
+      stopping = true;
       void notifier.stopping();
-      for (const u of [...units].reverse()) await stopUnit(bus, u).catch((err: unknown) => logger.warn({ unit: u.name, err: String(err) }, 'unit failed to stop cleanly'));
+      await starting;
+      for (const u of [...started].reverse()) await stopUnit(bus, u).catch((err: unknown) => logger.warn({ unit: u.name, err: String(err) }, 'unit failed to stop cleanly'));
       await attempts.flush().catch(() => undefined);
       core.api.close();
       await notifier.idle();

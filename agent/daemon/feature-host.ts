@@ -1,17 +1,13 @@
 // Runs the list in daemon/features.ts: for each feature that is enabled, its
-// local API routes added to the route table (handlers loaded on the first
-// call), its outbox kinds registered (workers loaded on the first item), and
-// its units built. A feature whose build is a dynamic import has its units
-// held by one unit here, started once they are loaded (and told the
-// controller's current snapshot at once), stopped in reverse.
+// local API routes added to the route table (their handlers loaded on the
+// first call of any of them), its outbox kinds registered (their workers
+// loaded with the first item), and its build loaded (a dynamic import) and
+// run, in list order. The daemon starts its units once every build is in
+// (daemon.ts), so they start in the list's order whatever each load took.
 import type { Feature, FeatureContext, FeatureParts, FeatureServices, Services } from '../core/feature.js';
 import { routeKey } from '../core/feature.js';
-import type { EventBus } from '../core/event-bus.js';
 import type { ApiRequest, Answer, Handler } from '../core/routes.js';
-import type { DaemonSnapshot } from '../core/state.js';
-import type { StatusSections } from '../core/status-document.js';
-import { startUnit, stopUnit, type DaemonUnit } from '../core/unit.js';
-import type { Logger } from '../lib/logger.js';
+import type { DaemonUnit } from '../core/unit.js';
 
 /** FeatureServices by name: one provider each. */
 export class ServiceRegistry implements Services {
@@ -28,39 +24,65 @@ export class ServiceRegistry implements Services {
 }
 
 export interface BuiltFeatures {
-  /** In start order: each feature's units, or the one unit holding a feature loaded by dynamic import. */
-  units: DaemonUnit[];
-  /** The names of the features that are on. */
+  /** The names of the features that are on, in list order. */
   enabled: string[];
+  /** Every enabled feature's units, in list order, once all are built (a feature whose build failed is logged and left out). */
+  units: Promise<DaemonUnit[]>;
 }
 
-/** Builds every enabled feature of `features`, in order; nothing runs until its units start. */
+/** Loads and builds every enabled feature of `features`, in order; nothing runs until its units start. */
 export function buildFeatures(features: readonly Feature[], ctx: FeatureContext): BuiltFeatures {
-  const units: DaemonUnit[] = [];
   const enabled: string[] = [];
+  let chain: Promise<DaemonUnit[]> = Promise.resolve([]);
   for (const f of features) {
     if (f.enabled !== undefined && !f.enabled(ctx)) continue;
     enabled.push(f.name);
     if (f.routes !== undefined) addRoutes(f, f.routes, ctx);
-    if (f.outbox !== undefined) {
-      const decl = f.outbox;
-      ctx.outbox.register(decl.kinds, () => decl.load(ctx));
-    }
-    const parts = f.build(ctx);
-    if (parts instanceof Promise) units.push(new LateUnits(f.name, parts, ctx.bus, ctx.logger));
-    else units.push(...parts.units);
+    // One after the other: a feature may use what an earlier one provided (ctx.outbox is the outbox feature's).
+    chain = chain.then(async (units) => {
+      let parts: FeatureParts;
+      try {
+        parts = await f.build(ctx);
+      } catch (err) {
+        ctx.logger.error({ feature: f.name, err: err instanceof Error ? err.message : String(err) }, 'cannot build a feature; the daemon runs on without it');
+        return units;
+      }
+      return [...units, ...parts.units];
+    });
   }
-  return { units, enabled };
+  // Each feature's outbox kinds, once every feature is built (the outbox is a feature too) and before anything starts.
+  const units = chain.then((list) => {
+    for (const f of features) {
+      const decl = f.outbox;
+      if (decl === undefined || !enabled.includes(f.name)) continue;
+      try {
+        ctx.outbox.register(decl.kinds, () => decl.load(ctx));
+      } catch (err) {
+        ctx.logger.error({ feature: f.name, kinds: decl.kinds, err: err instanceof Error ? err.message : String(err) }, 'cannot register a feature\'s outbox kinds; its items wait');
+      }
+    }
+    return list;
+  });
+  return { enabled, units };
 }
 
 /** Each route of the group answered by its handler, the group's module loaded on the first call of any (again after a failed load). */
 function addRoutes(f: Feature, group: NonNullable<Feature['routes']>, ctx: FeatureContext): void {
+  const declared = group.routes.map(routeKey);
   let loading: Promise<Readonly<Record<string, Handler>>> | undefined;
   const load = (): Promise<Readonly<Record<string, Handler>>> =>
-    (loading ??= group.load(ctx).catch((err: unknown) => {
-      loading = undefined;
-      throw err;
-    }));
+    (loading ??= group.load(ctx).then(
+      (handlers) => {
+        const loaded = Object.keys(handlers);
+        const odd = [...declared.filter((k) => !loaded.includes(k)), ...loaded.filter((k) => !declared.includes(k))];
+        if (odd.length > 0) ctx.logger.error({ feature: f.name, routes: odd }, 'a feature\'s routes and its handlers disagree (a bug)');
+        return handlers;
+      },
+      (err: unknown) => {
+        loading = undefined;
+        throw err;
+      },
+    ));
   for (const r of group.routes) {
     const key = routeKey(r);
     ctx.routes.add(r.method, r.path, r.access, async (req: ApiRequest): Promise<Answer> => {
@@ -68,65 +90,5 @@ function addRoutes(f: Feature, group: NonNullable<Feature['routes']>, ctx: Featu
       if (handler === undefined) throw new Error(`feature ${f.name}: no handler for ${key}`);
       return handler(req);
     });
-  }
-}
-
-/**
- * The units of a feature whose code is loaded by dynamic import: started
- * when both the daemon started and the code is here, in order, each told the
- * snapshot the controller published last; stopped in reverse once the load
- * is over. A load that fails is logged and the feature stays off.
- */
-export class LateUnits implements DaemonUnit {
-  readonly name: string;
-  private units: readonly DaemonUnit[] = [];
-  private last: { snapshot: DaemonSnapshot; transition: boolean } | undefined;
-  private started = false;
-  private stopped = false;
-  private ended: Promise<void> | undefined;
-
-  constructor(
-    feature: string,
-    private readonly parts: Promise<FeatureParts>,
-    private readonly bus: EventBus,
-    private readonly logger?: Logger,
-  ) {
-    this.name = `feature:${feature}`;
-  }
-
-  start(): void {
-    this.started = true;
-    this.bus.on('stateChanged', this, (e) => (this.last = e));
-    this.ended = this.parts.then(
-      ({ units }) => {
-        if (this.stopped) return;
-        this.units = units;
-        for (const u of units) {
-          startUnit(this.bus, u);
-          if (this.last !== undefined) u.onSnapshot?.(this.last.snapshot, this.last.transition);
-        }
-      },
-      (err: unknown) => {
-        this.logger?.error({ feature: this.name, err: err instanceof Error ? err.message : String(err) }, 'cannot load a feature; it stays off until restart');
-      },
-    );
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.bus.removeListeners(this);
-    if (!this.started) return;
-    await this.ended?.catch(() => undefined);
-    for (const u of [...this.units].reverse()) await stopUnit(this.bus, u);
-    this.units = [];
-  }
-
-  report(): Partial<StatusSections> {
-    return this.units.reduce<Partial<StatusSections>>((doc, u) => ({ ...doc, ...u.report?.() }), {});
-  }
-
-  statusText(): string | undefined {
-    const texts = this.units.flatMap((u) => u.statusText?.() ?? []);
-    return texts.length === 0 ? undefined : texts.join('; ');
   }
 }

@@ -127,7 +127,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     process.on('unhandledRejection', (err) => logger.error({ err: String(err) }, 'unhandled rejection (a bug); carrying on'));
     process.on('uncaughtException', crashHandler(logger, () => lock.release(), (code) => process.exit(code)));
 
-    daemon.start();
+    void daemon.start();
     logger.info(
       { apiUrl: settings.apiUrl, firmwareVersion: settings.firmwareVersion, profile: profile.id, timeScale: settings.timeScale, runtimeDir: settings.runtimeDir },
       'daemon started',

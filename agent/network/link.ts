@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { readBoundedTextSync } from '../lib/bounded-read.js';
-import type { NetworkType } from '../core/status-document.js';
+import type { NetworkType } from './section.js';
 
 export interface DefaultLink {
   interface: string | null;

@@ -3,12 +3,14 @@
 // when it was (from the transport's last answer), and the recent upload
 // rate (the uploads unit's). Nothing is written, and the kernel's files are
 // read only when someone looks: for GET /v1/status at most once per
-// LINK_REREAD_MS of real time (refresh()), for status.json (written at every
+// LINK_REREAD_MS of real time (refresh(), on statusAsked), for status.json (written at every
 // heartbeat) at most once per LINK_STALE_MS, and again after every state
 // transition (a link that went down and came back shows there first).
 import type { ResponseMeta } from '../api/types.js';
 import type { Clock } from '../lib/clock.js';
-import type { NetworkSection, StatusSections } from '../core/status-document.js';
+import type { EventBus } from '../core/event-bus.js';
+import type { StatusSections } from '../core/status-document.js';
+import type { NetworkSection } from './section.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { DaemonSnapshot } from '../core/state.js';
 import { readDefaultLink, type DefaultLink } from './link.js';
@@ -23,6 +25,8 @@ export interface NetworkUnitDeps {
   clock: Clock;
   lastMeta: () => ResponseMeta | undefined;
   uploadBytesPerSecond: () => number;
+  /** Where statusAsked is heard (someone reads the status document now: the link read again unless fresh). Absent: refresh() is called. */
+  bus?: EventBus;
   /** Tests count the reads. */
   read?: (hostRoot: string) => DefaultLink;
 }
@@ -33,9 +37,13 @@ export class NetworkUnit implements DaemonUnit {
 
   constructor(private readonly d: NetworkUnitDeps) {}
 
-  start(): void {}
+  start(): void {
+    this.d.bus?.on('statusAsked', this, () => this.refresh());
+  }
 
-  async stop(): Promise<void> {}
+  async stop(): Promise<void> {
+    this.d.bus?.removeListeners(this);
+  }
 
   /** A state transition (online, offline...): the link may have changed; read it at the next look. */
   onSnapshot(_snap: DaemonSnapshot, transition: boolean): void {

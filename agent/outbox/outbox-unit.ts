@@ -8,7 +8,7 @@ import type { DaemonSnapshot, DaemonState } from '../core/state.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
 import type { EventBus } from '../core/event-bus.js';
-import type { Dispatcher, Worker } from './dispatcher.js';
+import type { Dispatcher, KindFailing, Worker } from './dispatcher.js';
 import type { LazyWorkers } from './lazy-workers.js';
 import type { Outbox } from './outbox.js';
 import type { OutboxItem, PutOptions } from './types.js';
@@ -36,8 +36,8 @@ export class OutboxUnit implements DaemonUnit {
   }
 
   start(): void {
-    // The upload window opened: look at the queue now rather than at the next retry.
-    this.bus.on('uploadWindowOpened', this, () => this.dispatcher.kick());
+    // A kind that waited may go (the upload window opened): look at the queue now rather than at the next retry.
+    this.bus.on('outboxWorkReady', this, () => this.dispatcher.kick());
     this.opened = this.outbox.open().then(
       async () => {
         // Items replayed of a kind whose worker is not loaded yet: load it before the first look.
@@ -122,7 +122,23 @@ export class OutboxUnit implements DaemonUnit {
     return this.dispatcher.view().inFlight;
   }
 
+  /** The kinds whose attempts keep failing (the dispatcher's), absent when none. */
+  failing(): Record<string, KindFailing> | undefined {
+    return this.dispatcher.view().failing;
+  }
+
+  /** A worker's progress record for item `id` (group commit: on flash with the next flush). */
+  progress(id: string, data: unknown): Promise<void> {
+    return this.outbox.progress(id, data);
+  }
+
+  /** Resolves once every record written so far is on flash. */
+  flush(): Promise<void> {
+    return this.outbox.flush();
+  }
+
   report(): Pick<Partial<StatusSections>, 'queue'> {
+    // QueueReport: what tsc holds to the reader's declaration (queue-section.ts).
     const stats = safe(() => this.outbox.stats(), undefined);
     return stats === undefined ? {} : { queue: { ...stats, ...this.dispatcher.view() } };
   }

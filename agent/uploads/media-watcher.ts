@@ -32,7 +32,7 @@
 // A folder not taken has the entries directly in it listed too, each under
 // its own name: a camera maker looks for the clip, not for its folder. A name
 // that is not UTF-8 is shown with \xHH for its bad bytes, as it is on disk.
-import type { MediaFileFacts } from '../core/event-bus.js';
+import type { MediaFileFacts } from './events.js';
 import { isUtf8 } from 'node:buffer';
 import { existsSync, lstatSync, readdirSync, realpathSync, type Stats } from 'node:fs';
 import path from 'node:path';

@@ -16,9 +16,10 @@
 // upload.
 import fs from 'node:fs/promises';
 import type { OutboxItem } from '../outbox/types.js';
+import { REALTIME_KIND } from './kinds.js';
 import type { PartHashName } from './part-hash.js';
 
-export const REALTIME_KIND = 'realtime-upload';
+export { REALTIME_KIND };
 
 export const REALTIME_PART_BYTES = 8 * 1024 * 1024;
 

@@ -13,14 +13,15 @@ import type { Logger } from '../lib/logger.js';
 import { formatDuration, quotePath } from '../lib/text.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { DaemonUnit } from '../core/unit.js';
-import type { KindFailing, UploadBlock, UploadBlockKind } from '../core/status-document.js';
+import type { KindFailing } from '../outbox/dispatcher.js';
+import type { UploadBlock, UploadBlockKind } from './section.js';
 import { UPLOAD_KIND } from './upload-item.js';
 import { REALTIME_KIND } from './realtime-item.js';
 
 export interface UploadBlocksDeps {
   /** The mediaDir setting; undefined: none set. */
   mediaDir: string | undefined;
-  /** The preference autoUpload (localapi/prefs-store.ts). */
+  /** The preference autoUpload (prefs/prefs-store.ts). */
   autoUpload: () => boolean;
   /** Clips the media watcher found and the uploads unit holds back while autoUpload is off. */
   held?: () => number;

@@ -9,12 +9,13 @@
 // parsed, copied and written).
 import { MAX_UPLOAD_PARTS } from '../api/assets.js';
 import { CANCELLED, type OutboxItem } from '../outbox/types.js';
+import { UPLOAD_KIND } from './kinds.js';
 import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, realtimeFinished, type RealtimePayload } from './realtime-item.js';
 import type { FileIdentity } from './uploaded-index.js';
 
 export type { FileIdentity };
 
-export const UPLOAD_KIND = 'upload';
+export { UPLOAD_KIND };
 /** Reasons that start with this are files the paused service refused: shown as such, never retried. */
 export const PAUSED_REFUSED = 'paused-refused';
 /** A done upload's note starts with this when a cancel came after its last part was on its way and storage took it (last-part.ts). */

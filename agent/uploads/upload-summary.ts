@@ -2,7 +2,7 @@
 // the STATUS= line (uploads-unit.ts) and `status` (cli/status.ts) say the same.
 // What keeps uploads from going (the section's `blocked`, upload-blocks.ts)
 // is said with it, never hidden behind "uploading".
-import type { UploadBlock, UploadsSection } from '../core/status-document.js';
+import type { UploadBlock, UploadsSection } from './section.js';
 import { formatBytes, formatDuration, formatRate, oneLine } from '../lib/text.js';
 
 type Figures = Pick<UploadsSection, 'files' | 'bytesLeft' | 'bytesPerSecond' | 'recording' | 'blocked'>;

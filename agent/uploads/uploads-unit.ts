@@ -22,7 +22,8 @@ import { CANCEL_WAIT_MS } from '../lib/timing.js';
 import { uploadProgress } from './upload-summary.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { EventBus } from '../core/event-bus.js';
-import type { StatusSections, UploadBlock, UploadsSection } from '../core/status-document.js';
+import type { StatusSections } from '../core/status-document.js';
+import type { UploadBlock, UploadsSection } from './section.js';
 import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
 import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
 import { COMPLETED_DESPITE_CANCEL, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
@@ -56,7 +57,7 @@ export interface UploadsUnitDeps {
     cancel(id: string, why: string): Promise<boolean>;
     setUrgent(id: string, urgent: boolean): Promise<boolean>;
   };
-  /** The preference autoUpload (localapi/prefs-store.ts): off, the media watcher's finds are held back until it is on again. */
+  /** The preference autoUpload (prefs/prefs-store.ts): off, the media watcher's finds are held back until it is on again. */
   autoUpload?: () => boolean;
   queueDir: string;
   /**

@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { statusDocumentOf, type StatusDocument } from '../../agent/core/status-document.js';
+import type { StatusDocument } from '../../agent/core/status-document.js';
+import { readStatusDocument as statusDocumentOf } from '../../agent/daemon/status-reader.js';
 import { readStatus, statusFile } from '../../agent/daemon/runtime/status-file.js';
 
 const moment = (monotonic: number) => ({ at: new Date(1_800_000_000_000 + monotonic).toISOString(), monotonic });

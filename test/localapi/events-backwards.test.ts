@@ -5,7 +5,8 @@
 import { describe, expect, it } from '@jest/globals';
 import { EventBus } from '../../agent/core/event-bus.js';
 import type { DaemonSnapshot } from '../../agent/core/state.js';
-import { statusDocument, type QueueSection } from '../../agent/core/status-document.js';
+import { statusDocument } from '../../agent/core/status-document.js';
+import type { QueueSection } from '../../agent/outbox/queue-section.js';
 import { EventsHub } from '../../agent/localapi/events.js';
 import type { StreamSink } from '../../agent/localapi/handlers.js';
 import type { UploadRow } from '../../agent/uploads/upload-rows.js';

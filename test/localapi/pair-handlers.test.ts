@@ -6,7 +6,7 @@ import type { CancelResult, ShownCodeFields } from '../../agent/auth/daemon-pair
 import type { Unpaired } from '../../agent/auth/revocation.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { ApiError, HandlerMap, type JsonAnswer } from '../../agent/localapi/handlers.js';
-import { registerPairHandlers } from '../../agent/localapi/pair-handlers.js';
+import { registerPairHandlers } from '../../agent/auth/pair-handlers.js';
 import { PAIRING_TIMEOUT_MAX_MS } from '../../agent/lib/timing.js';
 
 const CODE: ShownCodeFields = { phase: 'code', user_code: '123456', verification_uri: 'https://svc.example/pair', verification_uri_complete: 'https://svc.example/pair?user_code=123456', expires_in: 120, interval: 5 };

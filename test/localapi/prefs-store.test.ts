@@ -6,11 +6,12 @@ import { afterEach, describe, expect, it } from '@jest/globals';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { EventBus, type Prefs } from '../../agent/core/event-bus.js';
+import { EventBus } from '../../agent/core/event-bus.js';
+import type { Prefs } from '../../agent/prefs/events.js';
 import { writeFileAtomic } from '../../agent/lib/atomic-write.js';
-import { PREFS_FILE, PREFS_WRITE_EVERY_MS, PrefsError, PrefsStore } from '../../agent/localapi/prefs-store.js';
+import { PREFS_FILE, PREFS_WRITE_EVERY_MS, PrefsError, PrefsStore } from '../../agent/prefs/prefs-store.js';
 import { HandlerMap } from '../../agent/localapi/handlers.js';
-import { registerPrefsHandlers } from '../../agent/localapi/prefs-handlers.js';
+import { registerPrefsHandlers } from '../../agent/prefs/prefs-handlers.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { until } from '../support/until.js';
 

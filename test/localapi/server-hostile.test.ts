@@ -17,12 +17,12 @@ import { statusDocument, type StatusDocument } from '../../agent/core/status-doc
 import { apiEvents, apiRequest } from '../../agent/localapi/client.js';
 import { EventsHub } from '../../agent/localapi/events.js';
 import { HandlerMap } from '../../agent/localapi/handlers.js';
-import { registerPairHandlers } from '../../agent/localapi/pair-handlers.js';
-import { registerPrefsHandlers } from '../../agent/localapi/prefs-handlers.js';
-import { PrefsStore } from '../../agent/localapi/prefs-store.js';
+import { registerPairHandlers } from '../../agent/auth/pair-handlers.js';
+import { registerPrefsHandlers } from '../../agent/prefs/prefs-handlers.js';
+import { PrefsStore } from '../../agent/prefs/prefs-store.js';
 import { LocalApiServer } from '../../agent/localapi/server.js';
 import { registerStatusHandlers } from '../../agent/localapi/status-handlers.js';
-import { registerUploadHandlers } from '../../agent/localapi/upload-handlers.js';
+import { registerUploadHandlers } from '../../agent/uploads/upload-handlers.js';
 import { LOCAL_API } from '../../agent/lib/timing.js';
 import { FakeClock } from '../support/fake-clock.js';
 import { until } from '../support/until.js';

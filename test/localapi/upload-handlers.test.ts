@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiError, HandlerMap, type Answer } from '../../agent/localapi/handlers.js';
-import { MAX_BATCH, registerUploadHandlers } from '../../agent/localapi/upload-handlers.js';
+import { MAX_BATCH, registerUploadHandlers } from '../../agent/uploads/upload-handlers.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import type { UploadPayload } from '../../agent/uploads/upload-item.js';
 

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { defaultRouteInterface, readDefaultLink } from '../../agent/network/link.js';
 import { LINK_REREAD_MS, LINK_STALE_MS, NetworkUnit } from '../../agent/network/network-unit.js';
-import { statusDocumentOf } from '../../agent/core/status-document.js';
+import { readStatusDocument as statusDocumentOf } from '../../agent/daemon/status-reader.js';
 import { FakeClock } from '../support/fake-clock.js';
 
 const HEAD = 'Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n';

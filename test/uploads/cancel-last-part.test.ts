@@ -20,7 +20,7 @@ import type { ChunkPut } from '../../agent/api/storage.js';
 import { EventBus } from '../../agent/core/event-bus.js';
 import type { DaemonSnapshot } from '../../agent/core/state.js';
 import { ApiError, HandlerMap, type Answer } from '../../agent/localapi/handlers.js';
-import { registerUploadHandlers } from '../../agent/localapi/upload-handlers.js';
+import { registerUploadHandlers } from '../../agent/uploads/upload-handlers.js';
 import { AgentError } from '../../agent/lib/errors.js';
 import { CANCEL_WAIT_MS } from '../../agent/lib/timing.js';
 import { Dispatcher } from '../../agent/outbox/dispatcher.js';

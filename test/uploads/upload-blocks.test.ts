@@ -7,7 +7,8 @@
 // "uploading", while nothing goes.
 import { afterEach, describe, expect, it } from '@jest/globals';
 import { EventBus } from '../../agent/core/event-bus.js';
-import type { KindFailing, UploadBlock } from '../../agent/core/status-document.js';
+import type { KindFailing } from '../../agent/outbox/dispatcher.js';
+import type { UploadBlock } from '../../agent/uploads/section.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { UploadBlocks, type UploadBlocksDeps } from '../../agent/uploads/upload-blocks.js';
 import { blockText, uploadFigures, uploadProgress } from '../../agent/uploads/upload-summary.js';

@@ -34,8 +34,8 @@ export class StatusPublisher implements DaemonUnit {
   ) {}
 
   start(): void {
-    // Other units' facts changed (a channel plugged in, bytes sent, an item settled): rewrite soon.
-    for (const event of ['statusChanged', 'outboxSettled', 'channelsDetected', 'channelsSynced', 'bytesSent'] as const) this.bus.on(event, this, () => this.refresh());
+    // A feature's figures changed (a channel plugged in, bytes sent, an item settled: each says statusChanged): rewrite soon.
+    this.bus.on('statusChanged', this, () => this.refresh());
   }
 
   onSnapshot(snap: DaemonSnapshot): void {

@@ -1,7 +1,6 @@
 // GET and PATCH /v1/prefs: the daemon's preferences (prefs-store.ts).
 import { fsError } from '../lib/fs-errors.js';
-import { badRequest, type HandlerMap } from './handlers.js';
-import { apiErrorOf } from './pair-handlers.js';
+import { apiErrorOf, badRequest, type HandlerMap } from '../core/routes.js';
 import { PrefsError, type PrefsStore } from './prefs-store.js';
 
 export function registerPrefsHandlers(routes: HandlerMap, store: PrefsStore): void {

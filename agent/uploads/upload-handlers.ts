@@ -2,20 +2,20 @@
 // a priority), cancel one or all, change one's priority. The checks on a
 // path are upload-paths.ts's; the queue's rules (one file, one upload; a
 // cancelled file never again) are UploadsUnit's.
-import type { UploadRow } from '../uploads/upload-rows.js';
-import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js';
-import type { UploadsUnit } from '../uploads/uploads-unit.js';
-import { COMPLETED_DESPITE_CANCEL, type UploadPayload } from '../uploads/upload-item.js';
-import { objectBody } from './body.js';
-import { ApiError, badRequest, notFound, type HandlerMap } from './handlers.js';
-import type { EventsHub } from './events.js';
-import { apiErrorOf } from './pair-handlers.js';
+import type { UploadRow } from './upload-rows.js';
+import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
+import type { UploadsUnit } from './uploads-unit.js';
+import { COMPLETED_DESPITE_CANCEL, type UploadPayload } from './upload-item.js';
+import { objectBody } from '../localapi/body.js';
+import { ApiError, apiErrorOf, badRequest, notFound, type HandlerMap } from '../core/routes.js';
+
 
 export interface UploadHandlerDeps {
   uploads: Pick<UploadsUnit, 'queueByHand' | 'cancel' | 'cancelAll' | 'setPriority'>;
   rows: () => UploadRow[];
   roots: UploadRoots;
-  events?: Pick<EventsHub, 'uploadsSoon'>;
+  /** The upload lines of GET /v1/events (upload-lines.ts): looked at soon after a change made here. */
+  events?: { uploadsSoon(): void };
 }
 
 /** A batch larger than this is refused: a UI that selects a whole card sends several. */

@@ -11,42 +11,15 @@
 // here without revoking) and answers `removed` and `warnings` beside
 // `revoked`. A refusal's error carries the agent's error kind (config,
 // network, unauthorized...) so the CLI exits with the code it always did.
-import type { DaemonPairing } from '../auth/daemon-pairing.js';
-import { AgentError, type ErrorKind } from '../lib/errors.js';
+import type { DaemonPairing } from './daemon-pairing.js';
 import { PAIRING_TIMEOUT_MAX_MS } from '../lib/timing.js';
-import { objectBody } from './body.js';
-import { ApiError, badRequest, type HandlerMap } from './handlers.js';
+import { objectBody } from '../localapi/body.js';
+import { ApiError, apiErrorOf, badRequest, type HandlerMap } from '../core/routes.js';
+
+export { apiErrorOf };
 
 export interface PairHandlerDeps {
   pairing: Pick<DaemonPairing, 'begin' | 'cancel' | 'unpair'>;
-}
-
-/** The HTTP status of a refusal of each kind: the request was fine, the daemon or the service could not do it. */
-const STATUS_OF: Record<ErrorKind, number> = {
-  usage: 400,
-  config: 409,
-  unauthorized: 403,
-  forbidden: 403,
-  'rate-limited': 503,
-  paused: 503,
-  conflict: 409,
-  'not-found': 502,
-  server: 502,
-  network: 503,
-  protocol: 502,
-  unavailable: 503,
-  timeout: 504,
-  disk: 507,
-  // The service's certificate could not be checked: an upstream that did not prove itself, or a clock to set.
-  tls: 502,
-  clock: 503,
-  internal: 500,
-};
-
-/** An AgentError as the API's refusal; its kind kept, so a client maps it to the same exit code. */
-export function apiErrorOf(err: unknown): unknown {
-  if (!(err instanceof AgentError)) return err;
-  return new ApiError(STATUS_OF[err.kind], err.kind, err.message);
 }
 
 /** POST /v1/pair's optional `timeoutSeconds`: a positive number of seconds, at most a day. */

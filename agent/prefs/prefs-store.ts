@@ -21,7 +21,8 @@ import { readBoundedTextSync } from '../lib/bounded-read.js';
 import type { Clock, Timer } from '../lib/clock.js';
 import { errnoOf } from '../lib/fs-errors.js';
 import type { Logger } from '../lib/logger.js';
-import type { EventBus, Prefs } from '../core/event-bus.js';
+import type { EventBus } from '../core/event-bus.js';
+import type { Prefs } from './events.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
 
