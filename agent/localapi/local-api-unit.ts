@@ -44,6 +44,11 @@ export class LocalApiUnit implements DaemonUnit {
     );
   }
 
+  /** Every route served, `GET /v1/status (read)`: the schema's test checks each is described (docs/local-api.openapi.json). */
+  routeList(): string[] {
+    return this.d.routes.list();
+  }
+
   /** Resolves once the socket listens (or failed to). */
   ready(): Promise<void> {
     return this.listening;
