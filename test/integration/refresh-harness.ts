@@ -6,7 +6,7 @@
 import { chmodSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FakeCloud, JournalEntry, SeededDevice } from '../fake-cloud/index.js';
-import { startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, cloudFetch } from './agent-process.js';
+import { daemonState, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, cloudFetch } from './agent-process.js';
 
 export const TOKEN_PATH = '/v2/auth/token';
 export const HEARTBEAT_PATH = '/v2/devices/heartbeat';
@@ -103,10 +103,16 @@ export function entriesOf(cloud: FakeCloud, deviceId: string, method?: string, p
   return cloud.journal.filter((e) => e.deviceId === deviceId && (method === undefined || e.method === method) && (path === undefined || e.path === path));
 }
 
-/** Polls `status --json` until the daemon reports `state`; the failure says the last status and the agent's output. */
+/**
+ * Waits until the daemon reports `state`, and returns `status --json` saying so. It reads the
+ * daemon's status document (status.json) in this process until it says so, then runs the command:
+ * a `status --json` every 100 ms kept a core busy starting processes for the whole wait (about 0.2
+ * CPU s each). The failure says the last status and the agent's output.
+ */
 export async function reachState(o: { cloud: FakeCloud; dirs: AgentDirs; timeScale: number; agent: AgentProcess; state: string; timeoutMs: number }): Promise<StatusResult> {
   let last: StatusResult | undefined;
   try {
+    await waitFor(`state ${o.state} in status.json`, () => daemonState(o.dirs, o.agent.pid) === o.state, o.timeoutMs, 10);
     return await waitFor(
       `state ${o.state}`,
       async () => {

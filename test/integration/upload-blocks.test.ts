@@ -19,6 +19,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { apiEvents } from '../../agent/localapi/client.js';
+import { readStatus } from '../../agent/daemon/runtime/status-file.js';
 import { listenNotify, type NotifyListener } from '../daemon/notify-socket.js';
 import { BUNDLE, cleanEnv, waitFor } from './agent-process.js';
 import { cli, FIRMWARE, startChannelAgent, type Rig } from './channels-harness.js';
@@ -68,6 +69,22 @@ async function heartbeats(rig: Rig, n: number): Promise<void> {
 async function blocked(rig: Rig): Promise<Array<Record<string, unknown>>> {
   const u = (await cli(rig, ['status'])).json.uploads as { blocked?: Array<Record<string, unknown>> } | undefined;
   return u?.blocked ?? [];
+}
+
+/** The same blocks in the daemon's status document (status.json), read in this process: what a wait polls. */
+function blockedNow(rig: Rig): Array<Record<string, unknown>> {
+  const r = readStatus(rig.dirs.runtimeDir);
+  return r.kind === 'ok' ? (((r.doc as { uploads?: { blocked?: Array<Record<string, unknown>> } }).uploads?.blocked) ?? []) : [];
+}
+
+/**
+ * Waits until `holds` is true of the blocks `status --json` prints, and returns them: status.json
+ * polled in this process, the command run once it agrees (a `status --json` every 100 ms kept a
+ * core busy starting processes for the whole wait), and again every 100 ms should it not yet.
+ */
+async function blockedWhen<T>(rig: Rig, what: string, holds: (b: Array<Record<string, unknown>>) => T | undefined | false, timeoutMs: number): Promise<T> {
+  await waitFor(what, () => holds(blockedNow(rig)), timeoutMs, 10);
+  return waitFor(`${what} (status --json)`, async () => holds(await blocked(rig)), timeoutMs, 100);
 }
 
 const STATUS_LINES = (l: NotifyListener): string[] => l.messages.flatMap((m) => m.split('\n')).filter((v) => v.startsWith('STATUS='));
@@ -143,7 +160,7 @@ describe('auto-upload off', () => {
     await online(rig, agent);
     expect((await cli(rig, ['prefs', 'autoUpload=off'])).exitCode).toBe(0);
     writeMedia(join(rig.media, 'held.mp4'), 2000, HOUR);
-    await waitFor('one clip held back', async () => (await blocked(rig)).some((b) => b.kind === 'auto-upload-off' && b.waiting === 1), 20_000, 100);
+    await blockedWhen(rig, 'one clip held back', (bs) => bs.some((b) => b.kind === 'auto-upload-off' && b.waiting === 1), 20_000);
     const human = await plain(rig, ['status']);
     expect(human.stdout).toMatch(/^auto-upload: off: 1 clip found is not queued until it is on \(c2c-agent prefs autoUpload=on\)$/m);
     await heartbeats(rig, 2);
@@ -167,7 +184,7 @@ describe('storage refusing every part', () => {
       const slow = rig.cloud.control.addFault({ kind: 'delay', delayMs: 20_000, method: 'PUT', path: '/_storage/*' });
       const data = writeMedia(join(rig.media, 'refused.mp4'), 1_000_000, HOUR);
 
-      const refused = await waitFor('uploads shown refused', async () => (await blocked(rig)).find((b) => b.kind === 'refused'), 30_000, 100);
+      const refused = await blockedWhen(rig, 'uploads shown refused', (bs) => bs.find((b) => b.kind === 'refused'), 30_000);
       expect(refused).toMatchObject({ since: { at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/), monotonic: expect.any(Number) }, reason: expect.stringMatching(/503/) });
       const human = await plain(rig, ['status']);
       expect(human.stdout).toMatch(/^uploads: +1 file waiting, 977 KiB left$/m);
@@ -187,7 +204,7 @@ describe('storage refusing every part', () => {
         const prev = lines.slice(0, i).filter((p) => p.id === e.id).at(-1);
         if (prev?.state === 'uploading' && e.state === 'queued') expect(e.reason).toEqual(expect.any(String));
       });
-      await waitFor('more attempts refused', async () => ((await blocked(rig)).find((b) => b.kind === 'refused')?.attempts as number) >= 4, 30_000, 100);
+      await blockedWhen(rig, 'more attempts refused', (bs) => (bs.find((b) => b.kind === 'refused')?.attempts as number) >= 4, 30_000);
       expect(blockWarnings(agent, 'refused')).toHaveLength(1);
 
       refuse.remove();
@@ -195,7 +212,7 @@ describe('storage refusing every part', () => {
       await waitFor('stored', () => storedProblems(rig.cloud, 'refused.mp4', data, typeOf('refused.mp4')).length === 0, 60_000, 100).catch((err: Error) => {
         throw new Error(`${err.message}\n${describeAssets(rig.cloud)}\n${agentWarnings(agent)}`);
       });
-      await waitFor('nothing blocked', async () => (await blocked(rig)).length === 0, 20_000, 100);
+      await blockedWhen(rig, 'nothing blocked', (bs) => bs.length === 0, 20_000);
     } finally {
       ac.abort();
       listener.close();
@@ -212,6 +229,11 @@ describe('a cancelled upload', () => {
     writeMedia(join(rig.media, 'cancel-me.mp4'), 1_000_000, HOUR);
     await waitFor('the upload started', () => assetsNamed(rig.cloud, 'cancel-me.mp4').length > 0, 30_000, 50);
     expect((await cli(rig, ['cancel', '--all'])).exitCode).toBe(0);
+    await waitFor('one upload cancelled in status.json', () => {
+      const r = readStatus(rig.dirs.runtimeDir);
+      const by = r.kind === 'ok' ? r.doc.queue?.byKind.upload : undefined;
+      return by?.cancelled?.items === 1 && (by.pending?.items ?? 0) === 0;
+    }, 20_000, 10);
     const st = await waitFor('the status says cancelled', async () => {
       const s = await plain(rig, ['status']);
       return /^queue: +0 pending, 1 cancelled$/m.test(s.stdout) ? s : undefined;
