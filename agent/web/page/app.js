@@ -14,6 +14,8 @@
   let statusTimer = 0;
   let uploadsTimer = 0;
   let pairing = null;
+  /** The phone's clock minus the camera's, from the last live line's time. */
+  let skew = 0;
   const uploads = new Map();
 
   // ---- talking to the camera
@@ -135,6 +137,8 @@
   }
 
   function onLine(line) {
+    const at = Date.parse(line.at);
+    if (Number.isFinite(at)) skew = Date.now() - at;
     switch (line.type) {
       case 'status':
         if (line.status) renderStatus(line.status);
@@ -160,7 +164,8 @@
         upsertUpload(line);
         break;
       case 'press':
-        say($('inputs-message'), `${inputName(line.channel, line.index)}: ${line.state || 'pressed'}`, true);
+        // Every press, the camera's own buttons' too.
+        say($('inputs-message'), pressWords(inputName(line.channel, line.index), line.state, line.reason), line.state !== 'failed');
         break;
       case 'signed-out':
         showSignIn('Signed out: type the PIN again.');
@@ -223,22 +228,27 @@
     badge.hidden = false;
     badge.textContent = words;
     badge.className = `badge ${state || ''}`;
+    // Why, where it tells a person something (offline, refused, slowed down); pairing says the rest itself.
     const r = $('reason');
-    r.hidden = !reason || state === 'online';
+    r.hidden = !reason || ['online', 'needs-pairing', 'starting'].includes(state);
     r.textContent = reason || '';
+    $('app').classList.toggle('unpaired', state === 'needs-pairing');
     const needsPairing = state === 'needs-pairing';
-    if (!pairing || pairing.phase !== 'code') {
+    // A flow on show (a code, waiting for approval) keeps its own buttons and words.
+    const flowOn = pairing && !['paired', 'failed', 'cancelled'].includes(pairing.phase);
+    if (!flowOn) {
       $('pair').hidden = !needsPairing;
-      if (!pairing || ['paired', 'failed', 'cancelled'].includes(pairing.phase) || !needsPairing) {
-        $('pairing-text').textContent = needsPairing ? 'This camera is not paired with a project yet.' : state === 'starting' ? '' : 'This camera is paired.';
-      }
+      // A failed or cancelled flow's words stay until the next one.
+      if (needsPairing && (!pairing || pairing.phase === 'paired')) $('pairing-text').textContent = 'This camera is not paired with a project yet.';
+      else if (state !== 'starting' && (!pairing || pairing.phase !== 'paired')) $('pairing-text').textContent = 'This camera is paired.';
     }
   }
 
+  /** How long ago `iso` was by the camera's own clock (a phone's may differ: `skew`, from the live lines' times). */
   const ago = (iso) => {
     const t = Date.parse(iso);
     if (!Number.isFinite(t)) return '';
-    const s = Math.max(0, Math.round((Date.now() - t) / 1000));
+    const s = Math.max(0, Math.round((Date.now() - skew - t) / 1000));
     if (s < 60) return `${s} s ago`;
     if (s < 3600) return `${Math.round(s / 60)} min ago`;
     return `${Math.round(s / 3600)} h ago`;
@@ -258,11 +268,11 @@
     const device = doc.device && (doc.device.name || doc.device.id);
     $('project').textContent = project ? `${project}${device ? ` (as ${device})` : ''}` : doc.state === 'needs-pairing' ? 'None: not paired' : '\u2014';
     const hb = doc.lastHeartbeat;
-    $('heartbeat').textContent = hb ? `${clock(hb.at)} (${ago(hb.at)}), ${hb.result === 'ok' ? 'ok' : hb.result}` : 'None yet';
+    const when = hb ? ago(hb.at) : '';
+    $('heartbeat').textContent = hb ? `${clock(hb.at)}${when ? ` (${when})` : ''}, ${hb.result === 'ok' ? 'ok' : hb.result}` : 'None yet';
     const n = doc.network || {};
     const parts = [];
-    if (n.interface) parts.push(`${NETWORK_WORDS[n.type] || 'Network'} (${n.interface})`);
-    else parts.push('No network');
+    parts.push(n.interface ? `${NETWORK_WORDS[n.type] || 'Network'} (${n.interface})` : 'No default route');
     if (typeof n.serviceRttMs === 'number') parts.push(`${n.serviceRttMs} ms to the service`);
     if (n.uploadBytesPerSecond > 0) parts.push(`${bytes(n.uploadBytesPerSecond)}/s up`);
     $('network').textContent = parts.join(', ');
@@ -435,7 +445,10 @@
     bar.value = Math.min(bar.max, u.bytesDone || 0);
     bar.setAttribute('aria-label', `${label} progress`);
     const pct = u.bytesTotal > 0 ? Math.floor(((u.bytesDone || 0) * 100) / u.bytesTotal) : 0;
-    detail.textContent = `${UPLOAD_WORDS[u.state] || u.state}${u.bytesTotal > 0 ? `, ${bytes(u.bytesDone || 0)} of ${bytes(u.bytesTotal)} (${pct} %)` : ''}${u.reason ? `: ${u.reason}` : ''}`;
+    const words = UPLOAD_WORDS[u.state] || u.state;
+    const amount = u.bytesTotal > 0 ? `, ${bytes(u.bytesDone || 0)} of ${bytes(u.bytesTotal)} (${pct} %)` : '';
+    detail.textContent = u.state === 'cancelled' ? words : `${words}${amount}${u.reason ? `: ${u.reason}` : ''}`;
+    bar.hidden = u.state === 'cancelled';
     cancel.setAttribute('aria-label', `Cancel ${label}`);
     cancel.hidden = !OPEN.has(u.state);
   }
@@ -473,6 +486,12 @@
     return i ? i.name : `Button ${index}`;
   };
 
+  function pressWords(name, state, reason) {
+    if (state === 'sent') return `${name}: marked in the service`;
+    if (state === 'failed') return `${name}: not marked (${reason || 'refused'})`;
+    return `${name}: marked here, sending\u2026`;
+  }
+
   function renderInputs(list) {
     inputList = list;
     const box = $('inputs');
@@ -485,8 +504,10 @@
       b.addEventListener('click', async () => {
         b.disabled = true;
         try {
-          await call('POST', `/api/v1/inputs/${encodeURIComponent(input.channel)}/${input.index}`, {});
-          say($('inputs-message'), `${input.name}: sent to the camera`, true);
+          const r = await call('POST', `/api/v1/inputs/${encodeURIComponent(input.channel)}/${input.index}`, {});
+          // Its line on the live updates may have come first and said more.
+          const m = $('inputs-message');
+          if (!m.textContent.startsWith(`${input.name}: marked in`)) say(m, pressWords(input.name, (r && r.press && r.press.state) || 'queued'), true);
         } catch (err) {
           say($('inputs-message'), `${input.name}: ${err.message}`);
         } finally {
