@@ -47,6 +47,11 @@ const COLD_CODE = [
   'agent/cli/prefs.ts',
   'agent/cli/priority.ts',
   'agent/cli/web-pin.ts',
+  'agent/cli/press.ts',
+  'agent/cli/comment.ts',
+  // Real-time logging (docs/real-time-logging.md): its handlers and workers, loaded on the first press or comment, and the input device's reader, only for a profile with keys.
+  'agent/logging/load.ts',
+  'agent/logging/input-unit.ts',
   // The web page (docs/web-page.md): its server, loaded by the daemon only with webListen set, and the page, on its first request.
   'agent/web/web-server.ts',
   'agent/web/web-app.ts',

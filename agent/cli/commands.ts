@@ -15,6 +15,8 @@ export const COMMANDS: Record<string, () => Promise<CommandModule>> = {
   cancel: () => import('./cancel.js'),
   priority: () => import('./priority.js'),
   prefs: () => import('./prefs.js'),
+  press: () => import('./press.js'),
+  comment: () => import('./comment.js'),
   channels: () => import('./channels.js'),
   profiles: () => import('./profiles.js'),
   'web-pin': () => import('./web-pin.js'),

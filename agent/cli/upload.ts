@@ -20,10 +20,7 @@ import path from 'node:path';
 import { loadSettings } from '../config/settings.js';
 import { loadProfiles, selectProfile } from '../config/profiles.js';
 import type { Settings } from '../config/types.js';
-import { acquireRunLock } from '../daemon/runtime/run-lock.js';
-import { acquireStateLock } from '../daemon/state-lock.js';
-import { ensureDir } from '../lib/ensure-dir.js';
-import { SystemClock, type Clock } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
 import { fsError, isFsError } from '../lib/fs-errors.js';
 import { formatBytes, quote, quotePath } from '../lib/text.js';
@@ -35,7 +32,8 @@ import { UPLOAD_KIND, sameUpload, type UploadPayload } from '../uploads/upload-i
 import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js';
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
-import { assertNoDaemon, DaemonApi, refusal } from './daemon-api.js';
+import { DaemonApi, refusal } from './daemon-api.js';
+import { withQueueLocks } from './queue-locks.js';
 import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'upload FILE... [--priority high|normal] [--json]';
@@ -75,7 +73,7 @@ export function pathRefusal(status: number, reason: string): AgentError {
 }
 
 /** The roots files are taken from, as the daemon has them (units.ts): the media dir, the upload roots, and the profile's channel folders. */
-function rootsOf(settings: Settings): UploadRoots {
+export function rootsOf(settings: Settings): UploadRoots {
   let channelKeys: string[] = [];
   try {
     channelKeys = selectProfile(loadProfiles(settings.profilesDir, settings.sources.profilesDir), settings.firmwareVersion, settings.sources.firmwareVersion ?? 'default').channels.map((c) => c.key);
@@ -226,35 +224,11 @@ export async function run(ctx: CommandContext): Promise<number> {
     if (priority === 'high') throw usageError('upload: --priority high needs the daemon running (it orders its own queue); start it, or upload without --priority');
     const files = distinct(await payloadsOf(paths, rootsOf(settings)));
     const queueDir = queueDirOf(settings.stateDir);
-    // Without a runtime dir no daemon can be running here: make it, so the lock can say so.
-    await ensureDir(settings.runtimeDir).catch(() => undefined);
-    const lock = acquireRunLock(settings.runtimeDir);
-    if (lock.kind === 'held') {
-      assertNoDaemon(settings, daemon.socket, 'write its queue');
-      throw new AgentError('unavailable', `a daemon (pid ${lock.owner.pid}) holds the run lock but its API at ${daemon.socket} does not answer; try again in a moment`);
-    }
-    const clock = new SystemClock(settings.timeScale);
-    // A daemon with another runtime dir may run on this state dir (state-lock.ts): it alone writes its queue.
-    await ensureDir(settings.stateDir).catch(() => undefined);
-    const stateLock = await acquireStateLock(settings.stateDir, { pid: process.pid }, clock).catch((err: unknown) => {
-      lock.release();
-      throw err;
-    });
-    if (stateLock.kind === 'held') {
-      lock.release();
-      const h = stateLock.holder;
-      const where = h?.runtimeDir !== undefined ? `; its API is in ${quotePath(h.runtimeDir)}: run this command with --runtime-dir ${quotePath(h.runtimeDir)}` : '';
-      throw new AgentError('unavailable', `a daemon (${h === undefined ? 'its pid unknown' : `pid ${h.pid}`}) runs on the state dir ${quotePath(settings.stateDir)} with another runtime dir, and it alone may write its queue${where}`);
-    }
-    let done: Queued[];
-    try {
+    const done = await withQueueLocks(settings, daemon.socket, 'write its queue', async (clock) => {
       const opts: DirectOptions = { clock, bootId: await readBootId(), capBytes: settings.queueMaxBytes };
       opts.source = `<state-dir>/queue, the state dir from ${settings.sources.stateDir ?? 'default'}`;
-      done = await queueDirectly(queueDir, files, opts);
-    } finally {
-      stateLock.release();
-      lock.release();
-    }
+      return queueDirectly(queueDir, files, opts);
+    });
     if (ctx.json) {
       printJson({
         ok: true,

@@ -47,7 +47,7 @@ describe('c2c-agent CLI (built bundle)', () => {
     expect(r.stdout).toMatch(/^exit codes: 0 ok, 1 internal error, 64 usage/m);
     // A newcomer reads the daemon and pairing first, the uploads next, the hardware last.
     const listed = [...r.stdout.matchAll(/^  c2c-agent ([a-z]+)/gm)].map((m) => m[1]);
-    expect(listed).toEqual(['run', 'check', 'status', 'pair', 'unpair', 'upload', 'queue', 'cancel', 'priority', 'prefs', 'channels', 'profiles']);
+    expect(listed).toEqual(['run', 'check', 'status', 'pair', 'unpair', 'upload', 'queue', 'cancel', 'priority', 'prefs', 'press', 'comment', 'channels', 'profiles']);
   });
 
   it('an unexpected failure (stdout unwritable) is one line "internal error: ...; please report" and exit 1', () => {
