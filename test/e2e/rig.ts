@@ -63,9 +63,11 @@ export interface RigOptions {
   /**
    * Where the daemon's tokens come from: 'file' (default), credentials.json
    * as `pair` leaves it plus the client id and a client secret file, so it
-   * refreshes; 'env', the seeded access token as C2C_TOKEN (no refresh).
+   * refreshes; 'env', the seeded access token as C2C_TOKEN (no refresh);
+   * 'none', a unit never paired: no token, its own client id (kept with
+   * conf), the client secret file, so it pairs through its local API.
    */
-  credentials?: 'file' | 'env';
+  credentials?: 'file' | 'env' | 'none';
 }
 
 /** One log line of a daemon, with the agent time it was written at and which start wrote it. */
@@ -118,7 +120,7 @@ export class Rig {
     readonly vc: VirtualClock,
     readonly cloud: FakeCloud,
     readonly seed: number,
-    private readonly credentials: 'file' | 'env',
+    private readonly credentials: 'file' | 'env' | 'none',
     lifetimeS: number,
   ) {
     // tmpfs where there is one: the daemon fsyncs its records, and a rig waits for each (settle).
@@ -142,8 +144,11 @@ export class Rig {
     return new Rig(vc, cloud, seed, o.credentials ?? 'file', o.cloud?.tokenLifetimeSeconds ?? 28_800);
   }
 
+  /** The fake's first device: the seeded one, or (credentials 'none') the one the unit paired as. */
   get device(): SeededDevice {
-    return this.cloud.devices[0]!;
+    const d = this.cloud.devices[0];
+    if (d === undefined) throw new Error('the fake holds no device (credentials: none, not paired yet)');
+    return d;
   }
 
   get secretFile(): string {
@@ -197,7 +202,7 @@ export class Rig {
       ...(this.firmware !== undefined && { C2C_FIRMWARE_VERSION: this.firmware }),
       C2C_CONFIG: join(this.root, 'config.json'),
       C2C_HOST_ROOT: this.host,
-      ...(this.credentials === 'env' ? { C2C_TOKEN: this.device.accessToken } : { C2C_CLIENT_ID: this.device.clientId, C2C_CLIENT_SECRET_FILE: this.secretFile }),
+      ...(this.credentials === 'env' ? { C2C_TOKEN: this.device.accessToken } : this.credentials === 'none' ? { C2C_CLIENT_SECRET_FILE: this.secretFile } : { C2C_CLIENT_ID: this.device.clientId, C2C_CLIENT_SECRET_FILE: this.secretFile }),
       ...extra,
     };
   }
@@ -398,11 +403,33 @@ export class Rig {
     return data;
   }
 
-  /** One request to the daemon's local API (its unix socket), as the CLI or a UI sends it; time stands still meanwhile. */
+  /** One request to the daemon's local API (its unix socket), as the CLI or a UI sends it (answered(): time moves only if its handler waits on it). */
   async api<T = unknown>(method: string, path: string, body?: unknown): Promise<ApiReply<T>> {
-    const reply = await apiRequest<T>(apiSocketOf(this.runtimeDir), method, path, body);
+    return this.answered(`${method} ${path}`, apiRequest<T>(apiSocketOf(this.runtimeDir), method, path, body));
+  }
+
+  /**
+   * `exchange` (a request over a real socket, say) once it is over. Time stands still while the
+   * answer can come without it; when everything has settled and a few turns of the event loop
+   * brought no answer, the handler waits on the daemon's clock (a group commit before a batch is
+   * acknowledged): the clock moves to its next timer, and so on, for `limitMs` of agent time at most.
+   */
+  async answered<T>(what: string, exchange: Promise<T>, limitMs = 5 * MINUTE): Promise<T> {
+    let done = false;
+    const watched = exchange.finally(() => void (done = true));
+    watched.catch(() => undefined);
+    const end = this.vc.now() + limitMs;
+    for (;;) {
+      await settle();
+      for (let turn = 0; turn < 50 && !done; turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+      if (done) break;
+      const next = this.vc.nextAt();
+      if (next === undefined || next > end) throw new Error(`${what}: no answer within ${limitMs} agent ms\n${this.tail()}`);
+      await this.vc.runUntil(next);
+    }
+    const out = await watched;
     await settle();
-    return reply;
+    return out;
   }
 
   /** Makes `rel` exist under the host root (a device plugged in). */

@@ -291,7 +291,10 @@ describe('unpair through the daemon', () => {
     expect((await cli(rig, ['status'])).json.device).toMatchObject({ id: rig.device.id, status: 'online' });
     expect((await cli(rig, ['unpair'])).exitCode).toBe(0);
     const st = await cli(rig, ['status']);
-    expect({ exitCode: st.exitCode, state: st.json.state, device: st.json.device }).toEqual({ exitCode: 77, state: 'needs-pairing', device: null });
+    expect({ exitCode: st.exitCode, running: st.json.running, state: st.json.state, device: st.json.device }).toEqual({ exitCode: 77, running: true, state: 'needs-pairing', device: null });
+    // `status --json` prints the local API's status document: the keys the contract names (docs/local-api.md), the network section's too.
+    for (const key of ['state', 'device', 'uploads', 'channels', 'queue', 'network']) expect({ key, has: key in st.json }).toEqual({ key, has: true });
+    for (const key of ['interface', 'type', 'serviceRttMs', 'uploadBytesPerSecond', 'lastContactAt']) expect({ key, has: key in (st.json.network as object) }).toEqual({ key, has: true });
     expect((await plain(rig, ['status'])).stdout).not.toMatch(/^device:/m);
   }, 60_000);
 });
