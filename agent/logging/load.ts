@@ -1,15 +1,17 @@
 // What feature.ts loads on first use: the local API's handlers (the first
 // press or comment asked for) and the outbox's workers (the first press or
-// comment in the queue), each built from the feature's context.
-import { loggingEndpoints } from './logging-api.js';
+// comment in the queue), each built from the feature's context. What other
+// features keep is asked of them as services (core/feature.ts): the upload
+// rules' roots of the uploads feature, the channel record of the channels
+// feature.
 import { ChannelMapStore } from '../channels/channel-map.js';
 import type { FeatureContext } from '../core/feature.js';
-import type { Handler } from '../core/routes.js';
-import { ownDirs } from '../daemon/units.js';
+import { ApiError, type Handler } from '../core/routes.js';
 import type { Worker } from '../outbox/dispatcher.js';
 import type { UploadRoots } from '../uploads/upload-paths.js';
 import { loggingHandlers } from './handlers.js';
 import type { LoggingHost } from './host.js';
+import { loggingEndpoints } from './logging-api.js';
 import { CommentWorker, PressWorker } from './workers.js';
 
 function hostOf(ctx: FeatureContext): LoggingHost {
@@ -18,15 +20,11 @@ function hostOf(ctx: FeatureContext): LoggingHost {
   return host;
 }
 
-/**
- * Where a comment's clip may be: the upload rules' roots as the daemon has
- * them (the media dir, the upload roots, the channel folders; never the
- * agent's own dirs).
- */
-export function rootsOf(ctx: Pick<FeatureContext, 'settings' | 'profile'>): UploadRoots {
-  const { settings } = ctx;
-  const roots = [...(settings.mediaDir === undefined ? [] : [settings.mediaDir]), ...(settings.uploadRoots ?? [])];
-  return { roots, channelKeys: ctx.profile.channels.map((c) => c.key), own: ownDirs(settings, roots) };
+/** Where a comment's clip may be: the uploads feature's roots (the media dir, the upload roots, the channel folders; never the agent's own dirs). */
+function rootsOf(ctx: FeatureContext): UploadRoots {
+  const roots = ctx.services.get('uploads')?.roots;
+  if (roots === undefined) throw new ApiError(503, 'unavailable', 'the uploads are not running yet, and a comment is taken only by their path rules; try again in a moment');
+  return roots;
 }
 
 export function handlers(ctx: FeatureContext): Readonly<Record<string, Handler>> {
@@ -34,14 +32,15 @@ export function handlers(ctx: FeatureContext): Readonly<Record<string, Handler>>
 }
 
 export function workers(ctx: FeatureContext): readonly Worker[] {
-  // The channel record the channels unit keeps (the daemon's only writer of it): read, never written here.
-  const map = new ChannelMapStore(ctx.paths.state);
+  // The channel record the channels feature keeps (its only writer): read, never written here.
+  let own: ChannelMapStore | undefined;
+  const channelIds = (): Promise<Record<string, string>> => (ctx.services.get('channels')?.map ?? (own ??= new ChannelMapStore(ctx.paths.state))).load();
   const deps = {
     api: loggingEndpoints(ctx.api.transport),
     clock: ctx.clock,
     bootId: ctx.bootId,
     profile: ctx.profile,
-    channelIds: () => map.load(),
+    channelIds,
     items: () => ctx.outbox.items(),
     bus: ctx.bus,
     logger: ctx.logger,

@@ -253,9 +253,11 @@ describe('presses made offline', () => {
   it('a press whose answer was lost (killed as it reached the service) arrives again only as the same press, flagged by the referee if twice', async () => {
     const r = (rig = await Rig.up());
     await online(r);
+    // The network away for a moment, so the 202 comes back before the first send; the daemon dies as that send reaches the service.
+    r.loseNetwork(10 * SECOND);
     const madeAt = r.now();
-    r.onRequest((q) => q.path.endsWith('/trigger'), () => r.kill());
     expect((await press(r, 'main', 0, { timecode: '12:00:00:00' })).status).toBe(202);
+    r.onRequest((q) => q.path.endsWith('/trigger'), () => r.kill());
     await r.until('the kill', () => r.daemon === undefined, MINUTE);
     await r.advance(30 * SECOND);
     r.start({ C2C_PROFILES_DIR: profileDir(r) });
