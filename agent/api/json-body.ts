@@ -10,17 +10,11 @@
 // read: it is parsed as null, its text still checked to be JSON. Text that is not JSON fails as
 // JSON.parse fails it (a SyntaxError), deep or not.
 
-import { nestingDepth } from '../lib/json-depth.js';
+import { BACKSLASH, CLOSE_BRACE, CLOSE_BRACKET, nestingDepth, OPEN_BRACE, OPEN_BRACKET, QUOTE } from '../lib/json-depth.js';
 
 /** Arrays and objects deeper than this are parsed as null. */
 export const MAX_JSON_DEPTH = 64;
 
-const QUOTE = 0x22; // "
-const BACKSLASH = 0x5c; // \
-const OPEN_BRACKET = 0x5b; // [
-const CLOSE_BRACKET = 0x5d; // ]
-const OPEN_BRACE = 0x7b; // {
-const CLOSE_BRACE = 0x7d; // }
 const COMMA = 0x2c; // ,
 const COLON = 0x3a; // :
 const MINUS = 0x2d; // -

@@ -3,12 +3,13 @@
 // service's answers; localapi/body.ts, the local API's request bodies), so a
 // depth too great is known before JSON.parse spends memory on it.
 
-const QUOTE = 0x22; // "
-const BACKSLASH = 0x5c; // \
-const OPEN_BRACKET = 0x5b; // [
-const CLOSE_BRACKET = 0x5d; // ]
-const OPEN_BRACE = 0x7b; // {
-const CLOSE_BRACE = 0x7d; // }
+/** JSON's structural characters, as char codes (api/json-body.ts's reader uses them too). */
+export const QUOTE = 0x22; // "
+export const BACKSLASH = 0x5c; // \
+export const OPEN_BRACKET = 0x5b; // [
+export const CLOSE_BRACKET = 0x5d; // ]
+export const OPEN_BRACE = 0x7b; // {
+export const CLOSE_BRACE = 0x7d; // }
 
 /** The deepest nesting of arrays and objects in JSON text (brackets inside strings not counted); stops counting past `max`. */
 export function nestingDepth(text: string, max: number): number {

@@ -70,40 +70,37 @@ describe('finishUpload', () => {
   });
 });
 
+/** A recording whose final part went before a restart (only the index and the clean-up are left), and a worker to run it. */
+function finishedRecording(name: string, index: FileIdentity[] = []) {
+  const finalPath = clip(name);
+  const st = statSync(finalPath);
+  const payload: RealtimePayload = { path: `${finalPath}.part`, finalPath, name, filetype: 'video/quicktime', ino: st.ino, dev: st.dev, mtimeMs: st.mtimeMs };
+  const progress: RealtimeProgress = { assetId: `rt-${name}`, createdAt: Date.UTC(2026, 0, 1), partBytes: 8 << 20, hash: 'sha256', sent: ['x'], seen: st.size, final: { size: st.size, mtimeMs: st.mtimeMs } };
+  const item: OutboxItem = { id: `boot:${name}`, kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 0, state: 'pending', progress };
+  const fail = (): never => {
+    throw new Error('nothing is sent after the final part');
+  };
+  const worker = new RealtimeWorker(realtimeDeps({ assets: { createRealtime: fail, realtimeParts: fail }, storage: { put: fail }, index: { has: () => false, add: async (f) => void index.push(f), addRecording: async () => undefined }, deleteAfterUpload: true }));
+  return { finalPath, st, run: () => worker.run(item, new AbortController().signal) };
+}
+
 describe('the real-time worker finishes by the same rule', () => {
   it('a link put at the finished name after the final part went is kept, not deleted', async () => {
-    const finalPath = clip('take.mov');
-    const st = statSync(finalPath);
-    const payload: RealtimePayload = { path: `${finalPath}.part`, finalPath, name: 'take.mov', filetype: 'video/quicktime', ino: st.ino, dev: st.dev, mtimeMs: st.mtimeMs };
-    // Its final part went before a restart: only the index and the clean-up are left.
-    const progress: RealtimeProgress = { assetId: 'rt-1', createdAt: Date.UTC(2026, 0, 1), partBytes: 8 << 20, hash: 'sha256', sent: ['x'], seen: st.size, final: { size: st.size, mtimeMs: st.mtimeMs } };
-    const item: OutboxItem = { id: 'boot:1', kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 0, state: 'pending', progress };
     const index: FileIdentity[] = [];
-    const fail = (): never => {
-      throw new Error('nothing is sent after the final part');
-    };
-    const worker = new RealtimeWorker(realtimeDeps({ assets: { createRealtime: fail, realtimeParts: fail }, storage: { put: fail }, index: { has: () => false, add: async (f) => void index.push(f), addRecording: async () => undefined }, deleteAfterUpload: true }));
+    const { finalPath, st, run } = finishedRecording('take.mov', index);
     // The camera's software moved the clip to its archive and left a link at its name.
     mkdirSync(path.join(dir, 'archive'));
     renameSync(finalPath, path.join(dir, 'archive', 'take.mov'));
     symlinkSync(path.join(dir, 'archive', 'take.mov'), finalPath);
-    await expect(worker.run(item, new AbortController().signal)).resolves.toEqual({ result: 'done' });
+    await expect(run()).resolves.toEqual({ result: 'done' });
     expect(index).toEqual([{ dev: st.dev, ino: st.ino, size: st.size, mtimeMs: st.mtimeMs }]);
     expect(lstatSync(finalPath).isSymbolicLink()).toBe(true);
     expect(existsSync(path.join(dir, 'archive', 'take.mov'))).toBe(true);
   });
 
   it('an unchanged finished file is deleted', async () => {
-    const finalPath = clip('take2.mov');
-    const st = statSync(finalPath);
-    const payload: RealtimePayload = { path: `${finalPath}.part`, finalPath, name: 'take2.mov', filetype: 'video/quicktime', ino: st.ino, dev: st.dev, mtimeMs: st.mtimeMs };
-    const progress: RealtimeProgress = { assetId: 'rt-2', createdAt: Date.UTC(2026, 0, 1), partBytes: 8 << 20, hash: 'sha256', sent: ['x'], seen: st.size, final: { size: st.size, mtimeMs: st.mtimeMs } };
-    const item: OutboxItem = { id: 'boot:2', kind: REALTIME_KIND, priority: 0, payload, createdAt: '', bytes: 0, state: 'pending', progress };
-    const fail = (): never => {
-      throw new Error('nothing is sent after the final part');
-    };
-    const worker = new RealtimeWorker(realtimeDeps({ assets: { createRealtime: fail, realtimeParts: fail }, storage: { put: fail }, deleteAfterUpload: true }));
-    await expect(worker.run(item, new AbortController().signal)).resolves.toEqual({ result: 'done' });
+    const { finalPath, run } = finishedRecording('take2.mov');
+    await expect(run()).resolves.toEqual({ result: 'done' });
     expect(existsSync(finalPath)).toBe(false);
   });
 });
