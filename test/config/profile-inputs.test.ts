@@ -3,7 +3,7 @@
 // resolved (key names to codes, the rate reduced); what is not is one line,
 // exit 78, naming the file, the field and the value.
 import { describe, expect, it, jest } from '@jest/globals';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseProfile } from '../../agent/config/profiles.js';
 import { profileHasInputs } from '../../agent/config/types.js';
@@ -68,6 +68,21 @@ describe('inputs, inputDevice and timecode in a profile', () => {
     expect(keyCodeOf('BTN_SOUTH')).toBe(0x130);
     expect(keyCodeOf('BTN_TRIGGER_HAPPY40')).toBe(0x2e7);
     expect(keyCodeOf('KEY_NOPE')).toBeUndefined();
+  });
+
+  it("agrees with this machine's linux/input-event-codes.h on every KEY_ and BTN_ name, where it has one", () => {
+    const header = '/usr/include/linux/input-event-codes.h';
+    if (!existsSync(header)) return;
+    const codes = new Map<string, number>();
+    for (const m of readFileSync(header, 'utf8').matchAll(/^#define\s+((?:KEY|BTN)_\w+)\s+(\S+)/gm)) {
+      const [, name, value] = m as unknown as [string, string, string];
+      if (/_(MAX|CNT)$/.test(name)) continue;
+      const code = /^(0x[0-9a-f]+|\d+)$/i.test(value) ? Number(value) : codes.get(value);
+      if (code !== undefined) codes.set(name, code);
+    }
+    expect(codes.size).toBeGreaterThan(500);
+    const wrong = [...codes].filter(([name, code]) => keyCodeOf(name) !== code);
+    expect(wrong).toEqual([]);
   });
 
   it.each([
