@@ -23,7 +23,7 @@ describe('reset on one path while /health answers', () => {
     r.start();
     await r.advance(10 * MINUTE);
     const checks = r.sent.filter((s) => s.path === '/v2/devices/me').map((s) => s.t);
-    // startupRetryDelay (check-schedule.ts): uniform in [2 s, min(5 min, 5 s * 2^n)] after the n-th failure (n from 1).
+    // CHECK_BACKOFF (check-schedule.ts, through lib/backoff.ts): uniform in [2 s, min(5 min, 5 s * 2^n)] after the n-th failure (n from 1).
     gaps(checks).forEach((g, i) => {
       expect(g).toBeGreaterThanOrEqual(2 * SECOND);
       expect(g).toBeLessThanOrEqual(ceiling(5 * SECOND, 5 * MINUTE, 2 * SECOND, i + 1));
@@ -45,7 +45,7 @@ describe('reset on one path while /health answers', () => {
     await r.advance(20 * MINUTE);
     fault.remove();
     const beats = r.sent.filter((s) => s.path === '/v2/devices/heartbeat' && s.t > from).map((s) => s.t);
-    // nextAfterFailure (policy.ts): the spacing at least, else uniform in [60 s, min(5 min, 30 s * 2^n)].
+    // HEARTBEAT_BACKOFF (policy.ts, through lib/backoff.ts): the spacing at least, else uniform in [60 s, min(5 min, 30 s * 2^n)].
     gaps(beats).forEach((g, i) => {
       expect(g).toBeGreaterThanOrEqual(MIN_SPACING_MS + SPACING_MARGIN_MS);
       expect(g).toBeLessThanOrEqual(Math.max(MIN_SPACING_MS + SPACING_MARGIN_MS, ceiling(30 * SECOND, 5 * MINUTE, MIN_SPACING_MS, i + 1)));
