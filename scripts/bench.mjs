@@ -36,7 +36,7 @@ const quick = values.quick;
 const PARTS = {
   bundle: { ids: ['bundle'], about: 'bundle size', run: () => bundleSize() },
   start: { ids: ['start'], about: 'start to first heartbeat', run: () => startup({ runs: quick ? 3 : 7 }) },
-  idle: { ids: ['rss10', 'rss10plain', 'rss10cafile', 'rss10noflags', 'rss10api', 'rss24', 'growth', 'cpu'], about: `idle RSS and CPU (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => idle(quick ? { hours: 4, settleS: 10 } : {}) },
+  idle: { ids: ['rss10', 'rss10plain', 'rss10cafile', 'rss10noflags', 'rss10api', 'rss10web', 'rss10webpage', 'rss24', 'growth', 'cpu'], about: `idle RSS and CPU (${quick ? 'about 40 s' : 'about 3 min'})`, run: () => idle(quick ? { hours: 4, settleS: 10 } : {}) },
   state: { ids: ['state'], about: 'state-dir writes per heartbeat', run: () => stateDirWrites() },
   upload: { ids: ['upload'], about: `RSS while uploading (${quick ? 'about 1 min' : 'about 6 min'}: the unit's node flags, then bare node)`, run: () => uploadRss({ quick }) },
   realtime: { ids: ['realtime', 'realtimeRss'], about: `real-time uploads against whole-file (${quick ? 'about 1 min' : 'about 3 min'})`, run: () => realtimeUploads({ quick }) },
@@ -44,7 +44,7 @@ const PARTS = {
 };
 // Table order, and what a row says when its part failed.
 const LABELS = {
-  rss10: "idle RSS after 10 heartbeats (HTTPS, the unit's node flags)", rss10plain: 'idle RSS after 10 heartbeats, plain HTTP (loopback)', rss10cafile: 'idle RSS after 10 heartbeats, HTTPS trusting caFile', rss10noflags: "idle RSS after 10 heartbeats (HTTPS), without the unit's node flags", rss10api: 'idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', rss24: 'idle RSS after 24 agent hours', growth: 'RSS growth over 24 agent hours', start: 'start to first heartbeat',
+  rss10: "idle RSS after 10 heartbeats (HTTPS, the unit's node flags)", rss10plain: 'idle RSS after 10 heartbeats, plain HTTP (loopback)', rss10cafile: 'idle RSS after 10 heartbeats, HTTPS trusting caFile', rss10noflags: "idle RSS after 10 heartbeats (HTTPS), without the unit's node flags", rss10api: 'idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', rss10web: 'idle RSS after 10 heartbeats (HTTPS), web page on, no page open', rss10webpage: 'idle RSS after 10 heartbeats (HTTPS), web page on, one page open', rss24: 'idle RSS after 24 agent hours', growth: 'RSS growth over 24 agent hours', start: 'start to first heartbeat',
   bundle: 'bundle dist/c2c-agent.mjs', state: 'bytes written to the state dir per healthy heartbeat', cpu: 'CPU s per agent hour',
   upload: 'RSS while uploading a 2 GiB sparse file',
   realtime: 'stop to complete, a clip recorded at 20 MB/s over a 40 MB/s link', realtimeRss: 'RSS while a recording uploads in real time', herd: 'thundering herd after a mass restart',

@@ -39,6 +39,7 @@
 //   idle: the CPU window opens --settle s after launch.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { agent, bareNode, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
 import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
@@ -48,6 +49,8 @@ export const RSS_RATIO_GOAL = 1.3;
 export const GROWTH_GOAL_MIB = 2;
 /** What a UI attached to the local API may cost the idle daemon. */
 export const API_CLIENT_GOAL_MIB = 1;
+/** What the web page may cost an idle daemon with webListen set and no page open (issue 32). */
+export const WEB_PAGE_GOAL_MIB = 1.5;
 // Live-heap growth below this over the window is noise (a cache entry, a JIT tier), not a leak.
 const LEAK_NOISE_MIB = 0.5;
 
@@ -87,6 +90,59 @@ async function eventsClient(socketPath, timeoutMs = 30_000) {
   return { seen, close: () => req.destroy() };
 }
 
+/** A port free on loopback now. */
+async function freePort() {
+  const srv = createServer();
+  await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
+  const { port } = srv.address();
+  await new Promise((resolve) => srv.close(resolve));
+  return port;
+}
+
+/**
+ * One phone with the web page open: signs in with the PIN the daemon made in
+ * its state dir, then reads the page's live updates (GET /api/v1/events,
+ * server-sent events) for the whole run, counting the lines.
+ */
+async function webPage(port, stateDir, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  const pinFile = path.join(stateDir, 'web-pin');
+  while (!existsSync(pinFile)) {
+    if (Date.now() > deadline) throw new Error(`bench: no web page PIN at ${pinFile}`);
+    await sleep(50);
+  }
+  const pin = readFileSync(pinFile, 'utf8').trim();
+  const host = `127.0.0.1:${port}`;
+  const signIn = () =>
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method: 'POST', path: '/session', headers: { host, 'content-type': 'application/json' } }, (res) => {
+        res.resume();
+        if (res.statusCode !== 200) reject(new Error(`bench: signing in to the web page answered ${res.statusCode}`));
+        else resolve(String(res.headers['set-cookie']?.[0] ?? '').split(';')[0]);
+      });
+      req.on('error', reject);
+      req.end(JSON.stringify({ pin }));
+    });
+  // The PIN is made just before the page listens.
+  let cookie;
+  for (;;) {
+    try {
+      cookie = await signIn();
+      break;
+    } catch (err) {
+      if (err.code !== 'ECONNREFUSED' || Date.now() > deadline) throw err;
+      await sleep(50);
+    }
+  }
+  const seen = { lines: 0 };
+  const req = http.get({ host: '127.0.0.1', port, path: '/api/v1/events', headers: { host, cookie } }, (res) => {
+    res.setEncoding('utf8');
+    res.on('data', (chunk) => (seen.lines += (chunk.match(/^data: /gm) ?? []).length));
+  });
+  req.on('error', () => undefined);
+  return { seen, close: () => req.destroy() };
+}
+
 /** { rows, notes } for the idle part; `hours` agent hours of RSS sampling at `scale`. */
 export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const WATCHDOG_SEC = watchdogSec();
@@ -95,7 +151,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   writeFileSync(probe, GC_PROBE);
   writeFileSync(gcOut, '');
 
-  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 5), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
+  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 7), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
   // As the unit runs it: its node flags for every agent and for the bare baseline.
   const unit = { NODE_OPTIONS: unitNodeOptions(root) };
   const bare = bareNode(unit);
@@ -116,12 +172,19 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   // The same as aFast, with a UI attached to its local API: one events reader for the whole run.
   const aApi = agent(fast, scale, 'api-client', { deviceIndex: 2, env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
   const reader = await eventsClient(path.join(tmp, 'api-client', 'run', 'api.sock'));
+  // The web page on (webListen), nobody on it; and on with one phone signed in and reading its live updates.
+  const [webPort, webOpenPort] = [await freePort(), await freePort()];
+  const aWeb = agent(fast, scale, 'web-on', { deviceIndex: 5, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webPort}` } });
+  const aWebOpen = agent(fast, scale, 'web-open', { deviceIndex: 6, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webOpenPort}` } });
+  const phone = await webPage(webOpenPort, path.join(tmp, 'web-open', 'state'));
 
   await waitHeartbeats(slow, 1, 20_000);
-  await Promise.all([waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000), waitHeartbeats(plain, 10, (10 * 300 * 1000) / scale + 20_000), waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000, 3), waitHeartbeats(fast, 10, (10 * 300 * 1000) / scale + 20_000, 4)]);
-  const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid), plain: rssKiB(aPlain.pid), caFile: rssKiB(aCaFile.pid), noFlags: rssKiB(aDefault.pid), bareNoFlags: rssKiB(bareDefault.pid) };
+  const tenBeats = (10 * 300 * 1000) / scale + 20_000;
+  await Promise.all([waitHeartbeats(fast, 10, tenBeats), waitHeartbeats(plain, 10, tenBeats), waitHeartbeats(fast, 10, tenBeats, 3), waitHeartbeats(fast, 10, tenBeats, 4), waitHeartbeats(fast, 10, tenBeats, 5), waitHeartbeats(fast, 10, tenBeats, 6)]);
+  const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid), plain: rssKiB(aPlain.pid), caFile: rssKiB(aCaFile.pid), noFlags: rssKiB(aDefault.pid), bareNoFlags: rssKiB(bareDefault.pid), web: rssKiB(aWeb.pid), webOpen: rssKiB(aWebOpen.pid) };
+  phone.close();
   // Only the HTTPS agents with the unit's flags run on: the 24-hour window and the CPU figures are theirs.
-  for (const c of [aPlain, aCaFile, aDefault, bareDefault]) endChild(c);
+  for (const c of [aPlain, aCaFile, aDefault, bareDefault, aWeb, aWebOpen]) endChild(c);
   await waitHeartbeats(fast, 10, 20_000, 2);
   at10.api = rssKiB(aApi.pid);
   reader.close();
@@ -180,6 +243,8 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
     row('idle RSS after 10 heartbeats, HTTPS trusting caFile', { agent: `${fmt(at10.caFile / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.caFile / at10.bare, goal: 'none (for comparison)' }),
     row("idle RSS after 10 heartbeats (HTTPS), without the unit's node flags", { agent: `${fmt(at10.noFlags / 1024, 1)} MiB`, baseline: `${fmt(at10.bareNoFlags / 1024, 1)} MiB bare node without them`, ratio: at10.noFlags / at10.bareNoFlags, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', { agent: `${fmt(at10.api / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (socket served, no client)`, ratio: `${signed((at10.api - at10.agent) / 1024)} MiB`, goal: `<= +${API_CLIENT_GOAL_MIB} MiB`, pass: (at10.api - at10.agent) / 1024 <= API_CLIENT_GOAL_MIB }),
+    row('idle RSS after 10 heartbeats (HTTPS), web page on, no page open', { agent: `${fmt(at10.web / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (webListen off)`, ratio: `${signed((at10.web - at10.agent) / 1024)} MiB`, goal: `<= +${WEB_PAGE_GOAL_MIB} MiB`, pass: (at10.web - at10.agent) / 1024 <= WEB_PAGE_GOAL_MIB }),
+    row('idle RSS after 10 heartbeats (HTTPS), web page on, one page open', { agent: `${fmt(at10.webOpen / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (webListen off)`, ratio: `${signed((at10.webOpen - at10.agent) / 1024)} MiB`, goal: 'none (for comparison)' }),
     row(`idle RSS after ${span}`, { agent: `${fmt(end.agent, 1)} MiB`, baseline: `${fmt(end.bare, 1)} MiB bare node`, ratio: end.agent / end.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: end.agent / end.bare <= RSS_RATIO_GOAL }),
     row(`RSS growth over ${span}`, { agent: `${signed(growth.agent)} MiB`, baseline: `${signed(growth.bare)} MiB bare node`, ratio: `${signed(growth.agent - growth.bare)} MiB`, goal: `< ${GROWTH_GOAL_MIB} MiB`, pass: growth.agent < GROWTH_GOAL_MIB }),
     row('CPU s per agent hour (camera, scale 1, with watchdog pings)', { agent: `${fmt(underSystemd, 3)} s`, baseline: `${fmt(barePerHour, 3)} s bare node per hour`, ratio: underSystemd / barePerHour, goal: 'none set' }),
@@ -190,6 +255,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
       ? `no leak: the live heap after a forced GC stays flat (${signed(liveGrowth)} MiB, ${fmt(liveEnd, 1)} MiB at the end), so RSS growth is garbage not yet collected or memory V8 and malloc keep, not objects kept alive`
       : `live heap grows ${signed(liveGrowth)} MiB (to ${fmt(liveEnd, 1)} MiB) even right after a forced GC: objects are kept alive (a leak, or a cache still filling)`;
   const notes = [
+    `Web page: two more agents like the first with webListen set, measured at their own 10th heartbeat: one that nobody opened (its page's code never loaded), one with a phone signed in from its start and reading the page's live updates (${phone.seen.lines} lines). webListen off is the first row.`,
     `Local API: an agent like the first, with one GET /v1/events reader attached from its start (it read ${reader.seen.lines} lines, ${reader.seen.heartbeats} of them heartbeats), measured at its own 10th heartbeat.`,
     `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
     `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
