@@ -13,7 +13,8 @@ import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { status, waitFor } from './agent-process.js';
 import { cli, plug } from './channels-harness.js';
-import { sleepReal, type RefreshingAgent } from './refresh-harness.js';
+import { agentTimeMark } from './agent-time.js';
+import { type RefreshingAgent } from './refresh-harness.js';
 import { agentWarnings, assetCreates, assetsNamed, completeNamed, describeAssets, recordedChannel, startUploadAgent, storagePuts, storedProblems, typeOf, uploadQueue, waitForUploads, writeMedia, type UploadRig, useUploadRigs } from './uploads-harness.js';
 
 const SCALE = 60;
@@ -57,8 +58,10 @@ describe('media uploads', () => {
     const scratch = ['.hidden.mp4', 'clip2.mp4.part', 'render.tmp', 'video/.x', 'video/y.part', 'video/z.TMP', 'other/inside.mp4'];
     for (const s of scratch) writeMedia(join(rig.media, s), 2000, HOUR);
     // Written under a scratch name, then renamed into place: taken once, as the final name.
+    const scratchAt = agentTimeMark(rig.cloud);
     files.set('late.mp4', writeMedia(join(rig.media, 'late.mp4.part'), 400_000));
-    await sleepReal(300);
+    // Two heartbeats later (a minute and more of the daemon's looks at its media dir) the scratch name has been seen.
+    await scratchAt.passed('late.mp4.part written');
     renameSync(join(rig.media, 'late.mp4.part'), join(rig.media, 'late.mp4'));
 
     await allStored(rig, agent, files);
@@ -102,8 +105,10 @@ describe('media uploads', () => {
     await stop(agent);
     const [creates, putCount] = [assetCreates(rig.cloud).length, storagePuts(rig.cloud).length];
     agent = startUploadAgent(rig);
+    const restartedAt = agentTimeMark(rig.cloud);
     await online(rig, agent);
-    await sleepReal(3000);
+    // Four heartbeats after the start: three agent minutes and more of rescans, however slow the machine.
+    await restartedAt.passed('the restart', 4);
     expect({ creates: assetCreates(rig.cloud).length, puts: storagePuts(rig.cloud).length }).toEqual({ creates, puts: putCount });
     expect((await uploadQueue(rig)).counts).toMatchObject({ pending: 0, dead: 0 });
   }, 90_000);
@@ -125,7 +130,7 @@ describe('media uploads', () => {
     const queued = await cli(rig, ['upload', join(outside, 'queued.jpg')]);
     expect(queued).toMatchObject({ exitCode: 0, json: { ok: true, via: 'queue' } });
     expect((await uploadQueue(rig)).counts.pending).toBe(1);
-    await sleepReal(500);
+    // No daemon runs: the command queued it and sent nothing itself.
     expect(assetsNamed(rig.cloud, 'queued.jpg')).toEqual([]);
     agent = startUploadAgent(rig);
     await allStored(rig, agent, new Map([['queued.jpg', b]]));
