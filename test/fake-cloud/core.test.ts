@@ -94,12 +94,15 @@ describe('fake cloud: health, auth, device record', () => {
     expect(cloud.device(id)!.status).toBe('online');
   });
 
-  it('runs the 5-minute rule in scaled time (timeScale 600: 5 agent minutes = 0.5 s)', async () => {
-    cloud = await startFakeCloud({ timeScale: 600 });
+  it('runs the 5-minute rule on its clock: online until 5 agent minutes after the last heartbeat, then offline', async () => {
+    const vc = new VirtualClock();
+    cloud = await startFakeCloud({ clock: vc });
     const id = cloud.devices[0]!.id;
     expect(await heartbeat(cloud)).toBe(204);
     expect(cloud.device(id)!.status).toBe('online');
-    await new Promise((r) => setTimeout(r, 600));
+    await vc.advance(5 * 60_000 - 1);
+    expect(cloud.device(id)!.status).toBe('online');
+    await vc.advance(2);
     expect(cloud.device(id)!.status).toBe('offline');
   });
 

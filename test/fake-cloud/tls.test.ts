@@ -7,6 +7,7 @@ import { X509Certificate } from 'node:crypto';
 import { startFakeCloud } from './index.js';
 import type { FakeCloud } from './index.js';
 import { certificateFor, makeCa } from './certs.js';
+import { until } from '../support/until.js';
 
 let cloud: FakeCloud | undefined;
 afterEach(async () => {
@@ -123,7 +124,8 @@ describe('the fake over HTTPS', () => {
     cloud = await startFakeCloud({ tls: true });
     cloud.control.addConnectionFault({ kind: 'slow-handshake', delayMs: 60_000 });
     const held = health(cloud.url, cloud.caPem);
-    await new Promise((r) => setTimeout(r, 100));
+    // The connection is held once the fault has taken it.
+    await until('the handshake held', () => cloud!.control.listConnectionFaults()[0]?.hits === 1);
     cloud.control.refuseConnections();
     expect((await held).code).toBe('ECONNRESET');
     expect(await health(cloud.url, cloud.caPem)).toMatchObject({ code: 'ECONNREFUSED' });
