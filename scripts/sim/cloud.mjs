@@ -71,6 +71,7 @@ export class SimCloud {
   referee = (deviceId) => this.admin('GET', `/referee/${encodeURIComponent(deviceId)}`);
   journal = (since) => this.admin('GET', `/journal?since=${since}`);
   assets = () => this.admin('GET', '/assets');
+  presses = () => this.admin('GET', '/presses');
 
   async close() {
     const child = this.child;

@@ -2,10 +2,12 @@
 // media dir (where the camera writes clips) and fake hardware tree under
 // --host-root, and the real agent from the bundle run against them: `pair`,
 // `check --json`, `run`, `queue --json`, exactly as an installer would.
+import { execFileSync } from 'node:child_process';
 import { createCipheriv, createHash } from 'node:crypto';
-import { createWriteStream, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, createWriteStream, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { execFileTracked, spawnTracked } from './children.mjs';
 
 /** The firmware profile cam-4k (firmware 2.x) has two channels: the sensor at dev/video0 and the proxy stream at dev/video1. */
@@ -14,6 +16,38 @@ export const CHANNELS = Object.freeze({
   sensor: { path: 'dev/video0', deviceModelId: 'c2c-cam-4k-sensor' },
   proxy: { path: 'dev/video1', deviceModelId: 'c2c-cam-4k-proxy' },
 });
+
+/**
+ * The camera's buttons (real-time logging, docs/real-time-logging.md): the
+ * shipped cam-4k profile with two inputs on its sensor channel, "Good take"
+ * on KEY_ENTER of a gpio-keys input device (here a FIFO under the host root)
+ * and "Slate" with no key, and time-of-day timecode at 23.976.
+ */
+export const BUTTONS = Object.freeze({
+  inputDevice: 'dev/input/by-path/platform-gpio-keys-event',
+  goodTake: { channel: 'sensor', index: 0, name: 'Good take', code: 28 },
+  slate: { channel: 'sensor', index: 1, name: 'Slate' },
+  rate: '24000/1001',
+});
+
+/** struct input_event as the kernel writes it on this machine: 16 bytes on 32-bit ARM and x86, 24 elsewhere (little-endian hosts). */
+function inputEvent(timeMs, type, code, value) {
+  const wide = !['arm', 'ia32'].includes(process.arch);
+  const b = Buffer.alloc(wide ? 24 : 16);
+  const sec = Math.floor(timeMs / 1000);
+  const usec = (timeMs - sec * 1000) * 1000;
+  if (wide) {
+    b.writeBigInt64LE(BigInt(sec), 0);
+    b.writeBigInt64LE(BigInt(usec), 8);
+  } else {
+    b.writeInt32LE(sec, 0);
+    b.writeInt32LE(usec, 4);
+  }
+  b.writeUInt16LE(type, b.length - 8);
+  b.writeUInt16LE(code, b.length - 6);
+  b.writeInt32LE(value, b.length - 4);
+  return b;
+}
 
 /** An environment without the person's own C2C_* settings, which would win over the config file. */
 function cleanEnv(extra) {
@@ -47,6 +81,36 @@ export class SimDevice {
     this.plugged = new Set();
     /** The port of this camera's web page on loopback (--web), else undefined. */
     this.webPort = webPort;
+    /** Buttons pressed: { name, channel, index, at } (story ms, set by the story). */
+    this.presses = [];
+  }
+
+  /** The profile with the buttons, in a profiles dir of its own (profilesDir), and the gpio-keys device as a FIFO. */
+  writeProfile() {
+    const dir = path.join(this.root, 'profiles');
+    mkdirSync(dir, { recursive: true });
+    const shipped = JSON.parse(readFileSync(fileURLToPath(new URL('../../firmware-profiles/cam-4k.json', import.meta.url)), 'utf8'));
+    const { goodTake, slate } = BUTTONS;
+    const channels = shipped.channels.map((c) => (c.key === goodTake.channel ? { ...c, inputs: [{ index: goodTake.index, name: goodTake.name, key: 'KEY_ENTER' }, { index: slate.index, name: slate.name }] } : c));
+    writeFileSync(path.join(dir, 'cam-4k.json'), `${JSON.stringify({ ...shipped, channels, inputDevice: BUTTONS.inputDevice, timecode: { rate: BUTTONS.rate } }, null, 2)}\n`);
+    const fifo = path.join(this.dirs.host, BUTTONS.inputDevice);
+    mkdirSync(path.dirname(fifo), { recursive: true });
+    execFileSync('mkfifo', [fifo]);
+    return dir;
+  }
+
+  /** The director presses "Good take": a key-down and a key-up on the camera's input device, as the gpio-keys driver writes them. */
+  pressGoodTake(storyMs) {
+    const { goodTake } = BUTTONS;
+    const now = Date.now();
+    // Non-blocking: the agent holds the FIFO open for reading (ENXIO, no reader, would be a failure to report).
+    const fd = openSync(path.join(this.dirs.host, BUTTONS.inputDevice), constants.O_WRONLY | constants.O_NONBLOCK);
+    try {
+      writeSync(fd, Buffer.concat([inputEvent(now, 1, goodTake.code, 1), inputEvent(now, 0, 0, 0), inputEvent(now + 120, 1, goodTake.code, 0), inputEvent(now + 120, 0, 0, 0)]));
+    } finally {
+      closeSync(fd);
+    }
+    this.presses.push({ name: goodTake.name, channel: goodTake.channel, index: goodTake.index, at: storyMs });
   }
 
   prepare() {
@@ -62,6 +126,8 @@ export class SimDevice {
       mediaDir: this.dirs.media,
       clientSecretFile: secretFile,
       firmwareVersion: FIRMWARE_VERSION,
+      // The shipped cam-4k profile with the camera's buttons (writeProfile).
+      profilesDir: this.writeProfile(),
       // Advice the agent gives while its daemon is not running fits the simulator, which starts each agent itself (no systemd here).
       startAdvice: "the simulator starts this camera's agent itself once it is paired",
       // The fake's throwaway CA, as a private deployment's would be given.

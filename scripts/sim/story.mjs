@@ -93,6 +93,10 @@ export class Story {
     this.plug('proxy', false);
     this.clips(1);
     if (this.options.faults !== 'none') await this.outage(0.3, 0.5);
+    else {
+      await this.at(0.4);
+      this.goodTake(false);
+    }
     await this.revokeAndPairAgain(0.6);
     await this.at(0.85);
     this.clips(1);
@@ -110,6 +114,8 @@ export class Story {
     this.plug('proxy', true);
     this.clips(2);
     this.say('while offline: the channel change and the clips wait in each agent\'s outbox');
+    await this.at(from + (to - from) * 0.4);
+    this.goodTake(true);
     await this.at(to);
     await this.cloud.acceptConnections();
     this.monitor.networkUp();
@@ -129,6 +135,20 @@ export class Story {
     else this.say(`${d.label} asks for pairing; the person runs \`c2c-agent pair\` on it (the fake approves the code itself)`);
     const code = await this.pairAgain(d);
     this.say(`${d.label}: pair exited with ${code}`);
+  }
+
+  /** The director presses "Good take" on every camera during a take (its gpio-keys button: a key-down on the camera's input device). */
+  goodTake(offline) {
+    const made = [];
+    for (const d of this.devices) {
+      try {
+        d.pressGoodTake(this.monitor.now());
+        made.push(d.label);
+      } catch (err) {
+        this.say(`${d.label}: the Good take button could not be pressed (${err.code ?? err.message})`);
+      }
+    }
+    if (made.length > 0) this.say(`the director presses "Good take" on ${made.join(', ')} during the take${offline ? ' while the network is down: the press waits in the outbox with its timecode' : ''}`);
   }
 
   state(d) {

@@ -75,6 +75,9 @@ async function route(cloud: FakeCloud, req: IncomingMessage): Promise<Reply> {
     return json(200, cloud.journal.filter((e) => e.t >= since));
   }
   if (head === 'assets' && parts.length === 1 && method === 'GET') return json(200, cloud.assets());
+  // Real-time logging: every trigger call with the referee's findings, and every comment.
+  if (head === 'presses' && parts.length === 1 && method === 'GET') return json(200, cloud.presses());
+  if (head === 'comments' && parts.length === 1 && method === 'GET') return json(200, cloud.comments());
   if (head === 'assets' && parts.length === 2 && method === 'GET') {
     const a = cloud.asset(id!);
     return a ? json(200, a) : notFound('asset');
