@@ -73,8 +73,9 @@ describe('cancel, priority and prefs', () => {
     expect(oneStderrLine(bad)).toContain('must be on or off');
     expect((await run(['prefs', 'noSuchPref=1'])).exitCode).toBe(64);
 
-    // Storage slowed (20 agent s a part, a third of a real second at scale 60), so the uploads are still on their way when they are steered.
-    const slow = rig.cloud.control.addFault({ kind: 'delay', delayMs: 20_000, path: '/_storage/*' });
+    // Storage slowed (60 agent s a part, a real second at scale 60: b and c need 20 real s and more), so the uploads are
+    // still on their way when they are steered, however slowly a loaded machine runs the eight commands before `cancel --all`.
+    const slow = rig.cloud.control.addFault({ kind: 'delay', delayMs: 60_000, path: '/_storage/*' });
     const outside = join(rig.dirs.root, 'outside');
     const a = writeMedia(join(outside, 'a.mp4'), 40 * 256 * 1024, HOUR);
     writeMedia(join(outside, 'b.mp4'), 40 * 256 * 1024, HOUR);
@@ -119,7 +120,7 @@ describe('cancel, priority and prefs', () => {
     expect(storedProblems(rig.cloud, 'a.mp4', a).length).toBeGreaterThan(0);
 
     // The service holds exactly what the queue says went: held.mp4, and of b and c those that ended done (40 parts of a
-    // third of a second each leave them on their way when --all comes); a cancelled one has no complete asset.
+    // real second each leave them on their way when --all comes); a cancelled one has no complete asset.
     const q = await uploadQueue(rig);
     const stateOf = (name: string): string | undefined => (q.items.map((i) => i.upload as { name?: string; state?: string } | undefined).find((u) => u?.name === name))?.state;
     expect(stateOf('a.mp4')).toBe('cancelled');
