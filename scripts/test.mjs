@@ -1,6 +1,6 @@
 // npm test: every step, on both cores. The build comes first (every other
-// step runs dist/). Then jest runs in the foreground, its output live, on two
-// workers, while one background chain runs the steps that mostly wait (a
+// step runs dist/). Then jest runs in the foreground, its output live, on three
+// workers (jest.config.js), while one background chain runs the steps that mostly wait (a
 // container booting, qemu, a 20 s run of the agent under qemu) or take one core for a
 // few seconds: the type check, the bundle on Node 20/22/24, on ARM, and
 // under systemd. Their output is held and printed, whole and in order, after
