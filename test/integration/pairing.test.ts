@@ -138,15 +138,15 @@ describe('pair --json', () => {
     expect(fx.cloud.control.approve(first.user_code as string)).toBe(false);
     const between = p.events().slice(firstAt + 1, p.events().findIndex((e, i) => i > firstAt && e.event === 'code'));
     expect(between.every(isEvent('waiting'))).toBe(true);
-    // The first code was polled through its whole life at about its 5 s interval (about 24 polls),
-    // judged on the fake's clock: a loaded machine stretches each round trip in real time (so fewer
-    // polls fit in the 3 real s), not the agent-time gap this bounds. Too early a poll would have
-    // been a slow_down, not a waiting event.
+    // The first code was polled through its life (outcomes: polls came, none early, each answered by a
+    // waiting event) and replaced once it expired. Too early a poll would have been a slow_down, not a
+    // waiting event. How far apart the polls are is the process's pace on a loaded machine times the
+    // scale, so the interval itself is judged exactly on a FakeClock (test/auth/pairing.test.ts:
+    // 'polled every interval', 'local expiry passing').
     const [issued, reissued] = posts(fx.cloud, since, CODE_PATH);
     const polls = posts(fx.cloud, since, TOKEN_PATH).filter((e) => e.t > issued!.t && e.t < reissued!.t).map((e) => e.t);
-    const times = [issued!.t, ...polls, issued!.t + 120_000];
-    const gaps = times.slice(1).map((t, i) => t - times[i]!);
-    expect(Math.max(...gaps)).toBeLessThanOrEqual(5_000 + POLL_SLACK_MS);
+    expect(polls.length).toBeGreaterThanOrEqual(2);
+    expect(reissued!.t - issued!.t).toBeGreaterThanOrEqual(120_000 - POLL_SLACK_MS);
     expect(between.length).toBeGreaterThanOrEqual(polls.length - 1);
 
     const secondAt = p.events().findIndex((e, i) => i > firstAt && e.event === 'code');
