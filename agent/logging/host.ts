@@ -116,9 +116,11 @@ export class LoggingHost implements DaemonUnit {
   /** Puts a press or a comment in the outbox; resolves once it is on flash, with the item (its line said). */
   async put(kind: (typeof LOGGING_KINDS)[number], payload: unknown, priority: number, state: PressState | CommentState = 'queued'): Promise<OutboxItem> {
     const item = await this.ctx.outbox.put(kind, payload, { priority });
-    if (item.state !== 'pending') throw new Error(`the queue dropped it at once (${item.reason ?? item.state}): it is at its cap`);
+    if (item.state === 'dropped') throw new Error(`the queue dropped it at once (${item.reason ?? item.state}): it is at its cap`);
     this.follow(item);
     this.say(item, state);
+    // The dispatcher may have sent it already, while its record waited for the group commit.
+    if (item.state !== 'pending') this.end(item);
     this.ctx.bus.emit('statusChanged', {});
     return item;
   }
@@ -134,16 +136,25 @@ export class LoggingHost implements DaemonUnit {
     const still = new Set(LOGGING_KINDS.flatMap((k) => this.ctx.outbox.pending(k).map((i) => i.id)));
     const over = [...this.open.keys()].filter((id) => !still.has(id));
     if (over.length === 0) return;
+    // A sent press is not idempotent at the service: its end goes to flash now, not with the next group
+    // commit up to half a second later, so a power cut after the service took it sends it again only in
+    // the moment between the answer and this write.
+    this.ctx.outbox.flush().catch((err: unknown) => this.ctx.logger.warn({ err: err instanceof Error ? err.message : String(err) }, 'cannot write the end of a press or comment to flash yet; the queue keeps trying'));
     const items = new Map(this.ctx.outbox.items().map((i) => [i.id, i]));
     for (const id of over) {
       const item = items.get(id);
-      this.open.delete(id);
-      if (item === undefined) continue;
-      if (item.state === 'done') this.sent++;
-      else this.failed++;
-      this.say(item, item.state === 'done' ? 'sent' : 'failed');
+      if (item === undefined) this.open.delete(id);
+      else this.end(item);
     }
     this.ctx.bus.emit('statusChanged', {});
+  }
+
+  /** An item followed is over: counted and said, once. */
+  private end(item: OutboxItem): void {
+    if (!this.open.delete(item.id)) return;
+    if (item.state === 'done') this.sent++;
+    else this.failed++;
+    this.say(item, item.state === 'done' ? 'sent' : 'failed');
   }
 
   private say(item: OutboxItem, state: PressState | CommentState): void {

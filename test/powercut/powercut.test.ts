@@ -26,9 +26,14 @@
 // Those cuts are counted apart (refresh-window cuts), re-paired by the test,
 // and the window is measured on every refresh (the service's answer to the
 // agent's "access token refreshed", logged once the pair is on flash).
+// Real-time logging's presses go the same way (issue 31): at every boot, once
+// online, a `c2c-agent press` through the daemon, each with a timecode of its
+// own; every press the daemon acknowledged reaches the service, none refused,
+// across the cuts. (A cut between the service taking a press and the agent
+// hearing so sends it again: at least once, the duplicates counted.)
 // Needs root and loop devices; without them the suite fails in one line.
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { readStatus } from '../../agent/daemon/runtime/status-file.js';
@@ -204,6 +209,38 @@ describe('power cuts', () => {
         }
       });
 
+    // The buttons' profile (the generic one with an input on its channel) and the channel plugged, so presses have a channel at the service.
+    const host = join(dirs.root, 'host');
+    mkdirSync(join(host, 'dev'), { recursive: true });
+    writeFileSync(join(host, 'dev', 'video0'), '');
+    const profiles = join(dirs.root, 'profiles');
+    mkdirSync(profiles, { recursive: true });
+    writeFileSync(
+      join(profiles, 'buttons.json'),
+      JSON.stringify({
+        id: 'buttons',
+        name: 'Generic camera with a button',
+        minFirmware: '0.0.0',
+        assetType: 'video',
+        heartbeat: { minSeconds: 60, maxSeconds: 255 },
+        channels: [{ key: 'main', name: 'Main sensor', assetType: 'video', deviceModelId: 'c2c-generic-camera', detect: { anyPath: ['dev/video0'] }, inputs: [{ index: 0, name: 'Good take' }] }],
+        requiredMetadata: [],
+      }),
+    );
+    const unitEnv = { C2C_PROFILES_DIR: profiles, C2C_HOST_ROOT: host, C2C_FIRMWARE_VERSION: '1.0.0' };
+    /** Timecodes of the presses the daemon acknowledged (on flash), one of its own each. */
+    const pressed: string[] = [];
+    let pressCount = 0;
+    /** A press through the running daemon, waited for: acknowledged (exit 0) or not (a fault, the daemon being up). */
+    const press = async (b: Boot): Promise<void> => {
+      const n = ++pressCount;
+      const tc = `10:${String(Math.floor(n / 60) % 60).padStart(2, '0')}:${String(n % 60).padStart(2, '0')}:00`;
+      const p = startCommand(['press', 'main', '0', '--timecode', tc, '--rate', '25', '--json', ...settingsArgs({ apiUrl: c.url, dirs: unit, timeScale: SCALE })], unit, unitEnv);
+      const exit = await p.exited;
+      if (exit.code === 0 && /"via":"daemon"/.test(p.lines().join(''))) pressed.push(tc);
+      else faults.push(`boot ${b.n}: press ${tc} not acknowledged (${exit.code ?? exit.signal}): ${p.describe()}`);
+    };
+
     const boot = (n: number, record: boolean): Boot => {
       // The runtime dir is tmpfs on a camera: empty at every boot.
       rmSync(unit.runtimeDir, { recursive: true, force: true });
@@ -213,7 +250,7 @@ describe('power cuts', () => {
         apiUrl: c.url,
         dirs: unit,
         timeScale: SCALE,
-        env: { C2C_CLIENT_SECRET_FILE: secretFile, C2C_MEDIA_DIR: media, C2C_MEDIA_SETTLE_SECONDS: '1' },
+        env: { C2C_CLIENT_SECRET_FILE: secretFile, C2C_MEDIA_DIR: media, C2C_MEDIA_SETTLE_SECONDS: '1', ...unitEnv },
       });
       let out = '';
       agent.child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -412,6 +449,7 @@ describe('power cuts', () => {
           }
         }
       }
+      if (final || MODES[normalBoots % MODES.length] !== 'start') await press(b);
       if (final) return b;
       const mode = MODES[normalBoots++ % MODES.length]!;
       const aim = (what: string, want: () => boolean, ms = 8_000): Promise<void> =>
@@ -448,6 +486,8 @@ describe('power cuts', () => {
     // The last boot: no recording, no cut; it runs until every clip on the card is stored and the queue is empty.
     const final = await runBoot(stats.cuts + 1, true);
     const onCard = (): string[] => readdirSync(media).filter((n) => n.endsWith('.mp4'));
+    /** The start timecode of every press the service took. */
+    const pressesAt = (): string[] => c.presses().filter((p) => p.status === 204).map((p) => String((p.body.start as { smpte_timecode?: string } | undefined)?.smpte_timecode));
     let problems: string[] = [];
     /** The queue as the last daemon's status document shows it (undefined until it has one with a queue). */
     const queueNow = () => {
@@ -459,7 +499,9 @@ describe('power cuts', () => {
       () => {
         problems = onCard().flatMap((n) => storedProblems(c, n, recorder.clips.get(n)!, typeOf(n)));
         const q = queueNow();
-        return problems.length === 0 && q !== undefined && (q.byKind.upload?.pending?.items ?? 0) === 0 ? q : undefined;
+        const pressesLeft = pressed.filter((tc) => !pressesAt().includes(tc));
+        if (pressesLeft.length > 0) problems.push(`presses not at the service: ${pressesLeft.join(', ')}`);
+        return problems.length === 0 && q !== undefined && (q.byKind.upload?.pending?.items ?? 0) === 0 && (q.byKind.press?.pending?.items ?? 0) === 0 ? q : undefined;
       },
       90_000,
       100,
@@ -504,6 +546,7 @@ describe('power cuts', () => {
       tokenGrantsAtFake: c.journal.filter((e) => isRefreshOrGrant(e) && e.status === 200).length, // refreshes and pairings
       refreshWindow: windowFigures,
       windowCutMoments,
+      presses: { acknowledged: pressed.length, atService: c.presses().filter((p) => p.status === 204).length, duplicates: c.presses().filter((p) => p.duplicate).length, refused: c.presses().filter((p) => p.status !== 204).length },
       realSeconds: Math.round((Date.now() - t0) / 1000),
     };
     console.log(`power cuts: ${JSON.stringify(report)}`);
@@ -528,6 +571,10 @@ describe('power cuts', () => {
     // Pairings: the first, those a cut came before `pair` said it was done, and one per refresh-window cut.
     expect(stats.pairings).toBe(1 + stats.pairingsRedone + stats.windowRepairs);
     expect(stats.cuts).toBeGreaterThanOrEqual(CUTS);
+    // Every press the daemon acknowledged reached the service, none refused or malformed; none it never made.
+    expect(pressed.filter((tc) => !pressesAt().includes(tc))).toEqual([]);
+    expect(c.presses().flatMap((p) => p.problems)).toEqual([]);
+    expect(pressesAt().filter((tc) => !pressed.includes(tc))).toEqual([]);
   }, CUTS * 30_000 + 240_000);
 
   it('leaves no mount or loop device behind', () => {
