@@ -1,21 +1,58 @@
-// jest's order of suites: the longest first, so the two workers end
-// together instead of one running a long suite alone at the end. jest knows
-// a suite's length from its last run (its cache) and runs the suites it has
-// no time for first, ordered by file size. A fresh clone (CI) has no cache,
-// and file size alone puts a minute-long end-to-end suite behind dozens of
-// large unit files: here a suite that starts real processes (the folders
-// below) counts as ten times its size.
+// jest's order of suites: the longest first, so the workers end together
+// instead of one running a long suite alone at the end. jest knows a suite's
+// length from its last run (its cache) and runs the suites it has no time for
+// first, ordered by file size. A fresh clone (CI) has no cache, and file size
+// alone put the fuzzers (files of five lines that run for 20 s and more) last,
+// where they alone made the last 20 s of a run. So a fresh clone uses the
+// times below, measured (a fresh-clone run on three workers, 2026-11-28,
+// docs/testing.md "Test time budget"), and for a suite not listed its size,
+// ten times over in the folders whose suites start real processes.
 import Sequencer from '@jest/test-sequencer';
+
+/** Seconds a suite took in the last measured fresh-clone run (those of 8 s and more). */
+const MEASURED = {
+  'net/network-change': 68,
+  'integration/pairing': 32,
+  'e2e/uploads-realtime': 27,
+  'fuzz/media': 27,
+  'cli/secrets': 24,
+  'integration/upload-blocks': 22,
+  'fuzz/answers': 21,
+  'outbox/outbox-model': 20,
+  'fuzz/localapi': 18,
+  'integration/uploads-hostile': 17,
+  'integration/uploads': 15,
+  'cli/cli': 15,
+  'uploads/realtime-worker': 13,
+  'e2e/refresh': 13,
+  'integration/kill9': 12,
+  'integration/cli-local-api': 11,
+  'daemon/heartbeat-property': 11,
+  'integration/secrets-at-rest': 10,
+  'cli/file-system-errors': 10,
+  'integration/lifecycle': 10,
+  'powercut/powercut': 9,
+  'api/hostile-answers': 9,
+  'integration/simulate': 8,
+  'e2e/local-api-schema': 8,
+  'integration/state-dir': 8,
+  'fuzz/files': 8,
+  'fleet/fleet': 8,
+};
 
 /** Folders whose suites run the bundle, the fake cloud or other processes in real time. */
 const PROCESS_SUITES = /\/test\/(integration|net|fuzz|packaging|systemd|sim|powercut)\//;
+/** Bytes of a suite's file per second it runs, about (a unit suite of 10 KB runs about a second; a process suite ten times longer). */
+const BYTES_PER_SECOND = 10_000;
+
+const known = (path) => MEASURED[/\/test\/(.+)\.test\.ts$/.exec(path)?.[1] ?? ''];
 
 export default class SlowFirstSequencer extends Sequencer {
   sort(tests) {
     const sorted = super.sort(tests); // sets each `duration` the cache knows
     if (sorted.every((t) => t.duration != null)) return sorted;
-    const size = (t) => (t.context.hasteFS.getSize(t.path) ?? 0) * (PROCESS_SUITES.test(t.path) ? 10 : 1);
-    const rank = (t) => [this.hasFailed(t) ? 0 : 1, t.duration == null ? 0 : 1, -(t.duration ?? size(t))];
+    const seconds = (t) => known(t.path) ?? ((t.context.hasteFS.getSize(t.path) ?? 0) * (PROCESS_SUITES.test(t.path) ? 10 : 1)) / BYTES_PER_SECOND;
+    const rank = (t) => [this.hasFailed(t) ? 0 : 1, t.duration == null ? 0 : 1, -(t.duration != null ? t.duration / 1000 : seconds(t))];
     return [...sorted].sort((a, b) => {
       const [x, y] = [rank(a), rank(b)];
       return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
