@@ -6,7 +6,8 @@
 // contract give. In order, one camera's story: the refusals (another Host,
 // a frame, a dozen wrong PINs, a write without the CSRF token), then signed
 // in: cancel one upload, pair against the fake cloud through its approval
-// page, online without a reload, uploads, auto-upload off, a button pressed;
+// page, online without a reload, uploads, auto-upload off, a button pressed,
+// Cancel all;
 // and no secret in anything the browser got. Screenshots at 360 and 1280 px
 // (written to docs/ with UPDATE_SCREENSHOTS=1).
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
@@ -255,6 +256,26 @@ describe('signed in, on a phone', () => {
     await page.screenshot({ path: path.join(SHOTS, 'web-page-1280.png'), animations: 'disabled' });
     slow.remove();
     await pump(r, 'the slow upload done', async () => /^Done, /.test(await row('A001_C004.mov')), 10 * MINUTE);
+  });
+
+  it('Cancel all: every upload not yet done cancelled, on the page and at the daemon', async () => {
+    const slow = r.cloud.control.addFault({ kind: 'delay', path: '/_storage/*', delayMs: 30 * SECOND });
+    await r.api('PATCH', '/v1/prefs', { autoUpload: false });
+    const clips = ['B001_C001.mov', 'B001_C002.mov'];
+    for (const clip of clips) r.writeMedia(clip, 1_000_000, MINUTE);
+    // Queued by hand (from the camera's UI): they go whatever autoUpload says.
+    // The queue's group commit waits on the camera's clock: time moves while the answer is awaited.
+    let queued: number | undefined;
+    void r.api('POST', '/v1/uploads', { paths: clips.map((c) => path.join(r.media, c)) }).then((a) => (queued = a.status));
+    await pump(r, 'the files queued by hand', () => Promise.resolve(queued !== undefined), MINUTE);
+    expect(queued).toBe(202);
+    const all = page.getByRole('button', { name: 'Cancel all', exact: true });
+    await pump(r, 'Cancel all shown', () => all.isVisible(), MINUTE);
+    await all.click();
+    await pump(r, 'both cancelled on the page', async () => (await Promise.all(clips.map(row))).every((t) => t === 'Cancelled'), MINUTE);
+    expect((await uploads()).filter((u) => clips.includes(u.name)).map((u) => u.state)).toEqual(['cancelled', 'cancelled']);
+    slow.remove();
+    await r.api('PATCH', '/v1/prefs', { autoUpload: true });
   });
 
   it('no token, refresh token, client secret or device code in any page, asset, answer or live update the browser got', async () => {
