@@ -10,6 +10,7 @@ import { daemonRuns } from '../daemon/runtime/run-lock.js';
 import { readStatusDocument } from '../daemon/status-reader.js';
 import type { StatusDocument } from '../core/status-document.js';
 import type { ChannelsSection } from '../channels/section.js';
+import type { LoggingSection } from '../logging/section.js';
 import type { QueueSection } from '../outbox/queue-section.js';
 import type { Settings } from '../config/types.js';
 import { DaemonApi, refusal } from './daemon-api.js';
@@ -51,6 +52,7 @@ function humanBlock(s: StatusDocument, now: number): string[] {
   if (s.channels) lines.push(`channels:    ${channelSummary(s.channels)}`);
   if (s.queue) lines.push(`queue:       ${queueSummary(s.queue.byKind)}`);
   if (s.uploads) lines.push(`uploads:     ${uploadFigures(s.uploads) ?? 'none waiting'}`);
+  if (s.logging) lines.push(`logging:     ${loggingSummary(s.logging)}`);
   // What keeps uploads from going, each on its own line: never hidden behind the figures above.
   for (const b of s.uploads?.blocked ?? []) {
     const { label, text } = blockText(b, now);
@@ -75,6 +77,11 @@ function humanBlock(s: StatusDocument, now: number): string[] {
       (s.timeScale !== 1 ? `, time scale ${s.timeScale}` : ''),
   );
   return lines;
+}
+
+/** Real-time logging's presses and comments: "1 waiting to be sent, 4 sent, none failed". */
+function loggingSummary(l: LoggingSection): string {
+  return `${l.pending > 0 ? `${l.pending} waiting to be sent` : 'none waiting'}, ${l.sent} sent, ${l.failed > 0 ? `${l.failed} failed (see c2c-agent queue)` : 'none failed'}`;
 }
 
 /** "video, audio detected; 2 known to the service; no sync pending" */

@@ -14,7 +14,6 @@
 //   the button's LED once the service has the press.
 import { profileHasInputs } from '../config/types.js';
 import type { FeatureContext } from '../core/feature.js';
-import { count, obj, type ShapeOf } from '../core/shape.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
 import type { OutboxItem } from '../outbox/types.js';
@@ -23,9 +22,7 @@ export const PRESS_KIND = 'press';
 export const COMMENT_KIND = 'comment';
 export const LOGGING_KINDS = [PRESS_KIND, COMMENT_KIND] as const;
 
-/** The status document's `logging` section, declared once (core/shape.ts): its type and its reader's check. */
-export const loggingSection = obj({ pending: count, sent: count, failed: count });
-export type LoggingSection = ShapeOf<typeof loggingSection>;
+export { loggingSection, type LoggingSection } from './section.js';
 
 export type PressState = 'queued' | 'sent' | 'failed';
 export type CommentState = 'held' | 'queued' | 'sent' | 'failed';
@@ -52,11 +49,6 @@ export interface CommentLine {
   reason?: string;
 }
 
-declare module '../core/status-document.js' {
-  interface StatusSections {
-    logging: LoggingSection;
-  }
-}
 declare module '../core/event-lines.js' {
   interface EventLines {
     press: PressLine;

@@ -117,6 +117,9 @@ describe('press and comment as processes', () => {
     expect(start(presses(rig)[1]!)).toEqual({ smpte_timecode: '01:00:00:00', rate: { playback: [24000, 1001], ntsc: 'non_drop' } });
     // No timecode given: the time of day at the profile's 25.
     expect(start(presses(rig)[2]!)).toEqual({ smpte_timecode: expect.stringMatching(/^\d\d:\d\d:\d\d:\d\d$/), rate: { playback: [25, 1], ntsc: null } });
+    // `status` says it in words, not only in --json.
+    const status = await cli(rig, ['status']);
+    expect(status.stdout).toMatch(/^logging: {5}(none waiting|\d+ waiting to be sent), \d+ sent, none failed$/m);
 
     // Refusals: one line, 64, nothing sent; the same with a daemon and without.
     for (const args of [['press', 'video', '9'], ['press', 'audio', '0'], ['press', 'video', '0', '--timecode', '25:00:00:00'], ['press', 'video', '0', '--rate', 'fast'], ['press', 'video']]) {
