@@ -6,7 +6,7 @@ import { expect, beforeAll, afterAll, afterEach } from '@jest/globals';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type FakeCloud, type FakeCloudOptions, type JournalEntry } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, startTestCloud, cloudFetch } from './agent-process.js';
+import { daemonState, ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, startTestCloud, cloudFetch } from './agent-process.js';
 import { killCommands, settingsArgs, startCommand, writeSecretFile, type AgentSettings, type CommandProcess, type JsonEvent } from './pair-process.js';
 
 export const TOKEN_PATH = '/v2/auth/token';
@@ -146,14 +146,18 @@ export function startDaemon(u: Unit): AgentProcess {
 export async function reach(u: Unit, agent: AgentProcess, state: string, withinMs: number): Promise<StatusResult> {
   let last: StatusResult | undefined;
   try {
+    // `withinMs` is for the daemon: its status.json read here every 10 ms, no process started per look (a
+    // `status --json` every 50 ms spent the window starting processes on a loaded machine). Then the command
+    // says so, bounded against a hang only.
+    await waitFor(`daemon state ${state} in status.json`, () => daemonState(u.dirs, agent.pid) === state, withinMs, 10);
     return await waitFor(
       `daemon state ${state}`,
       async () => {
         last = await status(u.dirs, u.cloud.url, DAEMON_SCALE).catch(() => undefined);
         return last?.json.state === state ? last : undefined;
       },
-      withinMs,
-      50,
+      30_000,
+      100,
     );
   } catch (err) {
     throw new Error(`${(err as Error).message}; last status: ${JSON.stringify(last?.json)}\ndaemon output:\n${agent.output()}`);

@@ -11,6 +11,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { existsSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
+import { readStatus } from '../../agent/daemon/runtime/status-file.js';
 import { status, waitFor } from './agent-process.js';
 import { cli, plug } from './channels-harness.js';
 import { agentTimeMark } from './agent-time.js';
@@ -88,11 +89,16 @@ describe('media uploads', () => {
     expect(q.items.map((i) => i.upload as { name: string }).sort((a, b) => a.name.localeCompare(b.name))).toEqual(
       [...files].sort(([a], [b]) => a.localeCompare(b)).map(([name, data]) => ({ name, path: expect.stringContaining(name), bytesDone: data.length, bytesTotal: data.length, state: 'done' })),
     );
-    // status.json is rewritten at most once a real second: poll it.
+    // status.json is rewritten at most once a real second: read in this process until it says so, then
+    // `status --json` (a command every 100 ms within 5 real s failed a loaded three-worker run).
+    await waitFor('status.json shows no upload left', () => {
+      const r = readStatus(rig.dirs.runtimeDir);
+      return r.kind === 'ok' && (r.doc as { uploads?: { files?: number } }).uploads?.files === 0;
+    }, 30_000, 10);
     const st = await waitFor('status shows no upload left', async () => {
       const s = await status(rig.dirs, rig.cloud.url, SCALE);
       return (s.json.uploads as { files?: number } | undefined)?.files === 0 ? s : undefined;
-    }, 5_000, 100);
+    }, 30_000, 100);
     // other/ is no channel's folder: not uploaded, and said so, the clip in it by its own name.
     expect(st.json.uploads).toEqual({
       files: 0,
