@@ -46,8 +46,8 @@ describe('c2c-agent CLI (built bundle)', () => {
     for (const row of Object.values(SETTING_ROWS)) expect(r.stdout).toContain(optionText(row));
     expect(r.stdout).toMatch(/^exit codes: 0 ok, 1 internal error, 64 usage/m);
     // A newcomer reads the daemon and pairing first, the uploads next, the hardware last.
-    const listed = [...r.stdout.matchAll(/^  c2c-agent ([a-z]+)/gm)].map((m) => m[1]);
-    expect(listed).toEqual(['run', 'check', 'status', 'pair', 'unpair', 'upload', 'queue', 'cancel', 'priority', 'prefs', 'press', 'comment', 'channels', 'profiles']);
+    const listed = [...r.stdout.matchAll(/^  c2c-agent ([a-z][a-z-]*)/gm)].map((m) => m[1]);
+    expect(listed).toEqual(['run', 'check', 'status', 'pair', 'unpair', 'upload', 'queue', 'cancel', 'priority', 'prefs', 'press', 'comment', 'channels', 'profiles', 'web-pin']);
   });
 
   it('an unexpected failure (stdout unwritable) is one line "internal error: ...; please report" and exit 1', () => {
