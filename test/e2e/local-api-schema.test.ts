@@ -102,6 +102,7 @@ async function whileTimeMoves<T>(p: Promise<T>): Promise<T> {
     () => (done = true),
   );
   for (let i = 0; i < 600 && !done; i++) {
+    // Poll pacing, not a wait judged: the socket's real I/O gets a turn before agent time moves on.
     await new Promise((r) => setTimeout(r, 5));
     if (!done) await rig.advance(100);
   }

@@ -92,6 +92,8 @@ describe('press and comment as processes', () => {
     const answered = Date.now();
     expect([offline.exitCode, offline.stderr]).toEqual([0, '']);
     expect(JSON.parse(offline.stdout)).toEqual({ ok: true, exitCode: 0, via: 'queue', press: { id: expect.any(String), channel: 'video', index: 3, state: 'queued' } });
+    // A real-process suite: the press must wait a while before a daemon runs, so its offset is more
+    // than 0; a second of real time is SCALE agent seconds, and only bounds, never a window, are judged.
     await new Promise((r) => setTimeout(r, 1_000));
     const daemonFrom = Date.now();
 
