@@ -14,6 +14,7 @@ import { registerSecret } from '../lib/secrets.js';
 import type { Credentials } from './credentials.js';
 import { seal } from './credentials-envelope.js';
 import type { TokenKey } from './credentials-systemd.js';
+import { isoTime } from '../lib/iso-time.js';
 
 /** The credentials file's content (snake_case, as the service names the fields). */
 export interface CredentialsFile {
@@ -38,8 +39,8 @@ export function fileFromGrant(grant: TokenGrant, clock: Clock): CredentialsFile 
     access_token: grant.accessToken,
     token_type: grant.tokenType,
     expires_in: grant.expiresInSeconds,
-    obtained_at: new Date(obtained).toISOString(),
-    expires_at: new Date(obtained + grant.expiresInSeconds * 1000).toISOString(),
+    obtained_at: isoTime(obtained),
+    expires_at: isoTime(obtained + grant.expiresInSeconds * 1000),
     clock: offset === undefined ? 'local' : 'service',
   };
   if (grant.refreshToken !== undefined) out.refresh_token = grant.refreshToken;

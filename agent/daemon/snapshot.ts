@@ -7,6 +7,7 @@ import { PAIR_ADVICE, splitAdvice } from '../lib/advice.js';
 import type { Device } from '../api/types.js';
 import type { HeartbeatOutcome } from './heartbeat/scheduler.js';
 import type { DaemonSnapshot, DaemonState, Moment } from '../core/state.js';
+import { isoTime } from '../lib/iso-time.js';
 
 /** What a person must do in needs-pairing, first on the STATUS= line: the advice the reason ends with (fitted to C2C_TOKEN, lib/advice.ts), else pairing. */
 export function needsPairingLine(reason: string): string {
@@ -101,5 +102,5 @@ export function buildSnapshot(p: SnapshotParts): DaemonSnapshot {
 /** An agent-monotonic time with the wall time it really happens: agent ms shrink by the time scale in real time. */
 export function momentOf(clock: Clock, mono = clock.now()): Moment {
   const wall = clock.wallNow() + (mono - clock.now()) / clock.scale;
-  return { at: new Date(wall).toISOString(), monotonic: Math.round(mono) };
+  return { at: isoTime(wall), monotonic: Math.round(mono) };
 }

@@ -21,6 +21,7 @@ import type { StatusDocument } from '../core/status-document.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { UploadRow } from '../uploads/upload-rows.js';
 import type { StreamSink } from './handlers.js';
+import { isoTime } from '../lib/iso-time.js';
 
 export interface EventsHubDeps {
   bus: EventBus;
@@ -152,6 +153,6 @@ export class EventsHub implements DaemonUnit {
   }
 
   private at(): string {
-    return new Date(this.d.clock.wallNow()).toISOString();
+    return isoTime(this.d.clock.wallNow());
   }
 }

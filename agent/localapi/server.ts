@@ -38,6 +38,7 @@ import { oneLine } from '../lib/text.js';
 import { scrub } from '../lib/secrets.js';
 import { parseJsonBody } from './body.js';
 import { ApiError, badRequest, type Answer, type HandlerMap, type StreamSink } from './handlers.js';
+import { isoTime } from '../lib/iso-time.js';
 
 export const API_SOCKET = 'api.sock';
 export const SOCKET_MODE = 0o660;
@@ -480,7 +481,7 @@ export class LocalApiServer {
   }
 
   private wallIso(): string {
-    return new Date(this.o.clock.wallNow()).toISOString();
+    return isoTime(this.o.clock.wallNow());
   }
 }
 

@@ -14,6 +14,7 @@ import type { NetworkSection } from './section.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { DaemonSnapshot } from '../core/state.js';
 import { readDefaultLink, type DefaultLink } from './link.js';
+import { isoTime } from '../lib/iso-time.js';
 
 /** Real ms a reading of the route table is trusted when the local API asks. */
 export const LINK_REREAD_MS = 10_000;
@@ -67,7 +68,7 @@ export class NetworkUnit implements DaemonUnit {
       ...this.link.value,
       serviceRttMs: meta?.rttMs ?? null,
       uploadBytesPerSecond: this.d.uploadBytesPerSecond(),
-      lastContactAt: meta?.receivedAt === undefined ? null : new Date(meta.receivedAt).toISOString(),
+      lastContactAt: meta?.receivedAt === undefined ? null : isoTime(meta.receivedAt),
     };
   }
 }

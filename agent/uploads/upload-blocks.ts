@@ -17,6 +17,7 @@ import type { KindFailing } from '../outbox/dispatcher.js';
 import type { UploadBlock, UploadBlockKind } from './section.js';
 import { UPLOAD_KIND } from './upload-item.js';
 import { REALTIME_KIND } from './realtime-item.js';
+import { isoTime } from '../lib/iso-time.js';
 
 export interface UploadBlocksDeps {
   /** The mediaDir setting; undefined: none set. */
@@ -92,7 +93,7 @@ export class UploadBlocks implements DaemonUnit {
   /** A wall time ahead as a Moment: its agent-monotonic time reckoned from now. */
   private momentAtWall(wallMs: number): { at: string; monotonic: number } {
     const { clock } = this.d;
-    return { at: new Date(wallMs).toISOString(), monotonic: clock.now() + (wallMs - clock.wallNow()) * clock.scale };
+    return { at: isoTime(wallMs), monotonic: clock.now() + (wallMs - clock.wallNow()) * clock.scale };
   }
 
   /**
