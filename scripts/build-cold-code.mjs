@@ -55,6 +55,12 @@ const COLD_CODE = [
   // The web page (docs/web-page.md): its server, loaded by the daemon only with webListen set, and the page, on its first request.
   'agent/web/web-server.ts',
   'agent/web/web-app.ts',
+  // Features' code a paired, idle camera does not run (core/feature.ts), each behind a dynamic import:
+  // the upload workers and the storage client (the first upload item), the pairing flow (the first
+  // pairing call), the upload routes' handlers (their first call).
+  'agent/uploads/workers-build.ts',
+  'agent/auth/pairing-load.ts',
+  'agent/uploads/upload-handlers.ts',
   'agent/cli/command-help.ts',
 ];
 
@@ -126,6 +132,7 @@ export function coldAgentCode(root, base) {
       // What a nested entry uses besides its own pack meets the other entries' copies in one process.
       const ofNested = new Set(list.flatMap((e, i) => (nested.has(e) ? entryKeys[i] : [])));
       const shared = new Set([...seen].filter(([k, n]) => (n >= SHARED_BY || (n >= 2 && ofNested.has(k))) && k.startsWith('file:') && !inBundle.has(k)).map(([k]) => k));
+      if (process.env.C2C_COLD_DEBUG) { const fs = await import("node:fs"); fs.writeFileSync(process.env.C2C_COLD_DEBUG, JSON.stringify({ shared: [...shared], inBundle: [...inBundle], nested: [...nested], seen: [...seen] }, null, 1)); }
       return { inBundle, shared, forEntries: new Set([...inBundle, ...shared]) };
     })());
 

@@ -40,7 +40,7 @@ export default { eq: off, clean: off, satisfies: off, lte: off, gt: off };` },
 // the first Intl object maps in ICU's locale data: +4.5 MiB of RSS, for a
 // message the agent never shows. pino loads worker_threads (about 1 MiB) to
 // ask isMainThread, which only an asynchronous destination needs; the
-// agent's is synchronous.
+// agent's is synchronous. sonic-boom loads node:assert for one check.
 const DEFERRED = [
   {
     file: '/node_modules/@sindresorhus/is/distribution/index.js',
@@ -57,6 +57,13 @@ const DEFERRED = [
     file: '/node_modules/pino/lib/tools.js',
     from: ["const { isMainThread } = require('worker_threads')", 'if (!opts.sync && isMainThread) {'],
     to: ["const workerThreads = () => require('worker_threads')", 'if (!opts.sync && workerThreads().isMainThread) {'],
+  },
+  // sonic-boom (pino's stdout) loads node:assert (0.7 MiB of RSS with the modules it brings) for
+  // one check in a function the agent's synchronous destination calls only on a bad fd.
+  {
+    file: '/node_modules/sonic-boom/index.js',
+    from: ["const assert = require('assert')"],
+    to: ["const assert = (...args) => require('assert')(...args)"],
   },
 ];
 
