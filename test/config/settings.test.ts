@@ -240,7 +240,7 @@ describe('a NUL byte in any path setting: exit 78, naming the setting and its so
   const pathRows = [...Object.entries(SETTING_ROWS), ...OTHER_SETTINGS.map((r) => [r.configKey ?? r.env ?? '', r] as const)].filter(([, r]) => (r as SettingRow).isPath === true) as Array<[string, SettingRow]>;
 
   it('the path kind covers every setting whose value is a file or a folder', () => {
-    expect(pathRows.map(([k]) => k).sort()).toEqual(['caFile', 'clientSecretFile', 'config', 'firmwareVersionFile', 'hostRoot', 'mediaDir', 'profilesDir', 'runtimeDir', 'stateDir', 'tokenFile', 'uploadRoots']);
+    expect(pathRows.map(([k]) => k).sort()).toEqual(['caFile', 'clientSecretFile', 'config', 'firmwareVersionFile', 'hostRoot', 'mediaDir', 'profilesDir', 'runtimeDir', 'stateDir', 'tokenFile', 'uploadRoots', 'webCertFile', 'webKeyFile']);
     const fileOrDir = [...(Object.values(SETTING_ROWS) as SettingRow[]), ...OTHER_SETTINGS].filter((r: SettingRow) => /^(FILE|DIR)(:DIR)?$/.test(r.value ?? '') || /(File|Dir)$/.test(r.configKey ?? ''));
     for (const r of fileOrDir) expect({ row: r.flag ?? r.configKey, isPath: r.isPath }).toEqual({ row: r.flag ?? r.configKey, isPath: true });
   });
