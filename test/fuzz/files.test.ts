@@ -1,6 +1,13 @@
 // Fuzzer 2 (issue 18): every command with hostile local files: configs,
 // profiles, credentials, state and runtime dirs (test/fuzz/lib/files.mjs).
 // Long run: node scripts/fuzz.mjs --target files.
+//
+// Why a process: the breakages are a process's (FIFOs, device nodes,
+// read-only and full mounts in a namespace of its own, a command run as
+// nobody) and so are the oracles (exit codes, one line on stderr, RSS, a
+// hang). Outcomes only: SIGTERM goes once the daemon has its handler, and
+// real-time waits are bounds against a hang (docs/testing.md, "In-process or
+// a process").
 import { expect, test } from '@jest/globals';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { startHostileServer } from './hostile-server.mjs';
 import { checkExits, drawAnswer, retryable, routeOf, World } from './hostile-answers.mjs';
 import { cliProblems, firstLine, jsonOf, leakedSecret, problem } from './oracles.mjs';
-import { openFds, pollUntil, rssMiB, run, sleep, start, within } from './proc.mjs';
+import { STOP_HANG_MS, openFds, pollUntil, rssMiB, run, sleep, start, within } from './proc.mjs';
 
 /** Agent ms of the service's request cut-off (docs/service-api.md, "Limits"; agent/lib/timing.ts REQUEST_TIMEOUT_MS). */
 const REQUEST_CUTOFF_MS = 30_000;
@@ -20,9 +20,7 @@ const REQUEST_CUTOFF_MS = 30_000;
 const MARGIN_MS = 6_000;
 /** The time scale of the one-shot commands: 30 s of agent time is one real second. */
 const CLI_SCALE = 30;
-/** How long the daemon may take to stop after SIGTERM (agent/daemon/main.ts stops within 4.5 s). */
-const STOP_LIMIT_MS = 6_500;
-/** A kept-alive socket unused this long (real ms) must have been closed by the agent (agent/api/transport.ts IDLE_SOCKET_MS is 4 s). */
+/** A kept-alive socket unused this long (real ms) is one the agent should have closed (agent/api/transport.ts IDLE_SOCKET_MS is 4 s); a leak is one that stays (see daemonCase). */
 const STALE_SOCKET_MS = 5_500;
 const FIRMWARE = '1.6.0'; // multi-av-tc (firmware-profiles/multi-av-tc.json): channel 'video' at dev/video0
 
@@ -144,7 +142,7 @@ async function pairCase(ctx, world, server) {
   // with 143 and nothing stored (docs/commands.md, "Pairing").
   const termAt = rng.chance(0.2) ? rng.int(0, 1500) : undefined;
   let termTimer;
-  let termSent;
+  let termSent; // the hostile server's clock (server.now()) when SIGTERM was sent
   const p = start(process.execPath, [ctx.bundle, ...args], {
     env: rig.env,
     cwd: ctx.tmp,
@@ -152,7 +150,7 @@ async function pairCase(ctx, world, server) {
     onData: (which) => {
       if (termAt === undefined || which !== 'stdout' || termTimer !== undefined) return;
       termTimer = setTimeout(() => {
-        termSent = Date.now();
+        termSent = server.now();
         p.signal('SIGTERM');
       }, termAt);
     },
@@ -160,7 +158,15 @@ async function pairCase(ctx, world, server) {
   const r = await p.done;
   clearTimeout(termTimer);
   const problems = cliProblems(r, { label: 'pair', json: 'lines', secrets: world.secrets, extraExits: termSent === undefined ? [] : [143] });
-  if (termSent !== undefined && Date.now() - termSent > 5_000) problems.push(problem('wrong', 'pair:slow-to-cancel', `exited ${Date.now() - termSent} ms after SIGTERM`));
+  // SIGTERM ends the token polls, judged by what reached the service, not by a real-time window a loaded
+  // machine stalls: polls go one at a time (each waits for its answer), so at most two can reach the service
+  // after the signal was sent: one already on its way, and one its timer started in the same turn of the
+  // agent's event loop as the signal was read. More is a pair that went on polling. (A hang is the case's
+  // deadline; the exit code and nothing stored are cliProblems' and the checks below.)
+  if (termSent !== undefined) {
+    const after = answered(server, 'poll').filter((e) => e.t > termSent).length;
+    if (after > 2) problems.push(problem('wrong', 'pair:polls-after-sigterm', `${after} token polls reached the service after SIGTERM (exit ${r.code ?? r.signal})`));
+  }
   problems.push(...redirectProblems(server, 'pair'));
   const me = answered(server, 'me');
   const last = me[me.length - 1];
@@ -307,12 +313,16 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
       }
     }
     await sleep(seconds * 500); // real time: the case's length, as above
-    const stale = server.openConnections().filter((c) => c.idleMs > STALE_SOCKET_MS && !c.peerEnded);
+    // A connection idle past the agent's idle close is the agent's to close on its next turn, and a loaded
+    // machine makes that turn late: a leak is one that stays (10 real s more, a bound against a hang).
+    const idleOpen = () => server.openConnections().filter((c) => c.idleMs > STALE_SOCKET_MS && !c.peerEnded);
+    let stale = idleOpen();
+    if (stale.length > 0 && exited === undefined) stale = (await pollUntil(() => idleOpen().length === 0, { everyMs: 50, hangMs: 10_000 })) ? [] : idleOpen();
     if (exited !== undefined) {
       problems.push(problem('crash', `daemon:died-${exited.signal ?? exited.code}`, `the daemon exited ${exited.signal ?? exited.code} before SIGTERM: ${lastLogLines(exited.stdout + exited.stderr)}`));
     } else {
       if (stale.length > 0) {
-        problems.push(problem('wrong', 'daemon:socket-leak', `${stale.length} connection(s) the agent keeps open with nothing moving for > ${STALE_SOCKET_MS} ms (${[...new Set(stale.map((c) => `${c.state} after ${c.label ?? 'no request'}`))].join('; ')})`));
+        problems.push(problem('wrong', 'daemon:socket-leak', `${stale.length} connection(s) the agent keeps open with nothing moving for > ${STALE_SOCKET_MS} ms, still 10 real s on (${[...new Set(stale.map((c) => `${c.state} after ${c.label ?? 'no request'}`))].join('; ')})`));
       }
       // One the service just closed is the agent's to close on its next turn: a leak is one that stays.
       let cw = closeWaitSockets(d.pid);
@@ -320,10 +330,10 @@ async function daemonCase(ctx, world, server, retryOnly, scale) {
       if (cw > 2) problems.push(problem('wrong', 'daemon:close-wait-sockets', `${cw} sockets the service closed are still open in the agent (CLOSE_WAIT) 10 real s on`));
       if (maxFds > 200) problems.push(problem('wrong', 'daemon:fds', `${maxFds} open descriptors`));
       d.signal('SIGTERM');
-      const stop = await within(d.done, STOP_LIMIT_MS);
+      const stop = await within(d.done, STOP_HANG_MS);
       if (stop === undefined) {
         d.kill();
-        problems.push(problem('hang', 'daemon:stop-hang', `still running ${STOP_LIMIT_MS} ms after SIGTERM`));
+        problems.push(problem('hang', 'daemon:stop-hang', `still running ${STOP_HANG_MS / 1000} real s after SIGTERM`));
       } else if (stop.signal !== null) problems.push(problem('crash', `daemon:stop-signal-${stop.signal}`, `died of ${stop.signal} after SIGTERM`));
       else if (stop.code !== 0) problems.push(problem(stop.code === 1 ? 'crash' : 'wrong', `daemon:stop-exit${stop.code}`, `exit ${stop.code} after SIGTERM: ${lastLogLines(stop.stdout + stop.stderr)}`));
     }

@@ -29,7 +29,7 @@ import { chmodSync, existsSync, mkdirSync, symlinkSync, utimesSync, writeFileSyn
 import net from 'node:net';
 import path from 'node:path';
 import { leakedSecret, problem } from './oracles.mjs';
-import { pollUntil, start, within } from './proc.mjs';
+import { STOP_HANG_MS, pollUntil, start, within } from './proc.mjs';
 
 const FIRMWARE = '1.6.0';
 const DOCUMENTED = new Set([200, 202, 400, 403, 404, 405, 408, 409, 413, 417, 431, 503]);
@@ -471,8 +471,8 @@ export const localapiTarget = {
         problems.push(problem('crash', `localapi:daemon-died-${exited.signal ?? exited.code}`, `the daemon exited ${exited.signal ?? exited.code} before SIGTERM`));
       } else {
         daemon.signal('SIGTERM');
-        const stop = await within(daemon.done, 6_500);
-        if (stop === undefined) problems.push(problem('hang', 'localapi:stop-hang', 'still running 6.5 s after SIGTERM'));
+        const stop = await within(daemon.done, STOP_HANG_MS);
+        if (stop === undefined) problems.push(problem('hang', 'localapi:stop-hang', `still running ${STOP_HANG_MS / 1000} real s after SIGTERM`));
         else if (stop.signal !== null || stop.code !== 0) problems.push(problem(stop.code === 1 || stop.signal ? 'crash' : 'wrong', `localapi:stop-exit-${stop.signal ?? stop.code}`, `exit ${stop.signal ?? stop.code} after SIGTERM`));
         if (existsSync(sock)) problems.push(problem('wrong', 'localapi:socket-left', `${sock} left after a clean stop`));
       }

@@ -175,6 +175,14 @@ export async function pollUntil(probe, { everyMs = 25, hangMs = 10_000 } = {}) {
   }
 }
 
+/**
+ * Real ms a daemon gets after SIGTERM before its case calls it hung: a bound against a hang, never a window an
+ * oracle judges. The daemon's own hard exit comes 4.5 real s after SIGTERM (agent/daemon/main.ts HARD_EXIT_MS,
+ * its real-time rule, systemd's TimeoutStopSec, held by test/integration/lifecycle.test.ts); a loaded
+ * machine only makes it late.
+ */
+export const STOP_HANG_MS = 30_000;
+
 /** `promise`'s value, or undefined after ms; the timer goes either way (a pending one would keep jest's worker alive). */
 export function within(promise, ms) {
   let timer;
