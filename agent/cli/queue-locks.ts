@@ -54,9 +54,15 @@ export async function withQueueLocks<T>(settings: Settings, socket: string, doin
  * a read-only one, 75 for a full one); the outbox holding the record in
  * memory, as it does for a daemon, is a failure for a process about to exit.
  */
-export async function putInQueue(queueDir: string, kind: string, payload: unknown, o: { clock: Clock; bootId: string; capBytes: number; priority: number; source: string }): Promise<string> {
+/**
+ * The queue at `queueDir` opened for this process's own puts (no daemon runs). The outbox keeps a
+ * refused write to itself (it holds the records and retries, as a daemon wants); here the error is
+ * wanted: `assertWritten()` throws it, as one line naming `what` and the queue, unless every record
+ * put is on flash.
+ */
+export async function openQueue(queueDir: string, o: { fs?: OutboxFs | undefined; clock: Clock; bootId: string; capBytes: number; source?: string | undefined; what: string }): Promise<{ outbox: Outbox; assertWritten(): void }> {
   let refused: unknown;
-  const base = nodeOutboxFs();
+  const base = o.fs ?? nodeOutboxFs();
   const noting = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
     try {
       return await fn(...a);
@@ -70,13 +76,23 @@ export async function putInQueue(queueDir: string, kind: string, payload: unknow
   try {
     await outbox.open();
   } catch (err) {
-    throw isFsError(err) ? fsError(err, 'open the queue', queueDir, o.source) : err;
+    throw isFsError(err) ? fsError(err, `open the ${o.what}`, queueDir, o.source) : err;
   }
+  return {
+    outbox,
+    assertWritten: () => {
+      if (outbox.stats().unwritten > 0) throw fsError(refused ?? Object.assign(new Error('write refused'), { code: 'EIO', syscall: 'write' }), `write the ${o.what}`, queueDir, o.source);
+    },
+  };
+}
+
+export async function putInQueue(queueDir: string, kind: string, payload: unknown, o: { clock: Clock; bootId: string; capBytes: number; priority: number; source: string }): Promise<string> {
+  const { outbox, assertWritten } = await openQueue(queueDir, { ...o, what: 'queue' });
   try {
     const put = outbox.put(kind, payload, { priority: o.priority });
     await outbox.flush();
     const item = await put;
-    if (outbox.stats().unwritten > 0) throw fsError(refused ?? Object.assign(new Error('write refused'), { code: 'EIO', syscall: 'write' }), 'write the queue', queueDir, o.source);
+    assertWritten();
     if (item.state !== 'pending') throw new AgentError('disk', `cannot queue it: the queue is at its cap of ${formatBytes(o.capBytes)} (${item.reason ?? 'dropped'}); let the daemon send what is queued, or raise queueMaxBytes`);
     return item.id;
   } finally {

@@ -22,10 +22,8 @@ import { loadProfiles, selectProfile } from '../config/profiles.js';
 import type { Settings } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import { AgentError, EXIT, usageError } from '../lib/errors.js';
-import { fsError, isFsError } from '../lib/fs-errors.js';
 import { formatBytes, quote, quotePath } from '../lib/text.js';
-import { readBootId, Outbox } from '../outbox/outbox.js';
-import { nodeOutboxFs } from '../outbox/node-fs.js';
+import { readBootId } from '../outbox/outbox.js';
 import type { OutboxFs, OutboxItem } from '../outbox/types.js';
 import { fileTypeOf } from '../uploads/file-type.js';
 import { UPLOAD_KIND, sameUpload, type UploadPayload } from '../uploads/upload-item.js';
@@ -33,7 +31,7 @@ import { resolveUploadPath, type UploadRoots } from '../uploads/upload-paths.js'
 import type { CommandContext, CommandOptions } from './command.js';
 import { fail, printJson, printLine } from './output.js';
 import { DaemonApi, refusal } from './daemon-api.js';
-import { withQueueLocks } from './queue-locks.js';
+import { openQueue, withQueueLocks } from './queue-locks.js';
 import { queueDirOf } from '../outbox/location.js';
 
 export const usage = 'upload FILE... [--priority high|normal] [--json]';
@@ -118,24 +116,7 @@ export interface DirectOptions {
  * throws unless every new record is on flash.
  */
 export async function queueDirectly(queueDir: string, files: UploadPayload[], o: DirectOptions): Promise<Queued[]> {
-  let refused: unknown;
-  const base = o.fs ?? nodeOutboxFs();
-  // The outbox keeps a refused write to itself (it holds the records and retries); its error is wanted here.
-  const noting = <A extends unknown[], R>(fn: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
-    try {
-      return await fn(...a);
-    } catch (err) {
-      refused = err;
-      throw err;
-    }
-  };
-  const fs: OutboxFs = { ...base, mkdir: noting(base.mkdir), append: noting(base.append), fsync: noting(base.fsync), fsyncDir: noting(base.fsyncDir), truncate: noting(base.truncate) };
-  const outbox = new Outbox({ dir: queueDir, fs, clock: o.clock, bootId: o.bootId, capBytes: o.capBytes });
-  try {
-    await outbox.open();
-  } catch (err) {
-    throw isFsError(err) ? fsError(err, 'open the upload queue', queueDir, o.source) : err;
-  }
+  const { outbox, assertWritten } = await openQueue(queueDir, { ...o, what: 'upload queue' });
   try {
     const out: Queued[] = [];
     const puts: Array<{ entry: Queued; put: Promise<OutboxItem> }> = [];
@@ -153,7 +134,7 @@ export async function queueDirectly(queueDir: string, files: UploadPayload[], o:
     await outbox.flush();
     const items = await Promise.all(puts.map((p) => p.put));
     puts.forEach((p, i) => (p.entry.id = items[i]!.id));
-    if (outbox.stats().unwritten > 0) throw fsError(refused ?? Object.assign(new Error('write refused'), { code: 'EIO', syscall: 'write' }), 'write the upload queue', queueDir, o.source);
+    assertWritten();
     const lost = items.find((i) => i.state !== 'pending');
     if (lost !== undefined) {
       throw new AgentError('disk', `cannot queue ${quotePath((lost.payload as UploadPayload).path)}: the queue is at its cap of ${formatBytes(o.capBytes)} (${lost.reason ?? 'dropped'}); let the daemon send what is queued, or raise queueMaxBytes`);
