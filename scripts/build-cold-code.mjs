@@ -64,6 +64,13 @@ const COLD_CODE = [
   'agent/cli/command-help.ts',
 ];
 
+/**
+ * The cold entries of the daemon's own file (dist/c2c-agentd.cjs, agent/daemon/entry.ts):
+ * every entry above but the commands' own, so a feature's code behind a dynamic import
+ * is a pack there too, expanded by that import.
+ */
+export const DAEMON_COLD_CODE = [...COLD_CODE.filter((e) => !e.startsWith('agent/cli/') && e !== 'agent/daemon/main.ts'), 'agent/cli/command-help.ts'];
+
 // A module is a pack's own up to this many packs using it: compressed to
 // about a third of its size, two copies cost less than one in the bundle.
 const SHARED_BY = 3;
@@ -77,9 +84,12 @@ const keyOf = (root, namespace, p) => (namespace === 'file' ? `file:${path.relat
 /**
  * `base` is the agent bundle's esbuild options without this plugin (its
  * defines, its other plugins): the hot graph and the packs are built with them.
+ * `coldCode`: the entries stored compressed; `sharedBy`: how many packs using a
+ * module put it in the shared pack (the daemon's file: two, since all its packs
+ * may meet in one process).
  */
-export function coldAgentCode(root, base) {
-  const entries = new Set(COLD_CODE.map((e) => path.join(root, e)));
+export function coldAgentCode(root, base, { coldCode = COLD_CODE, sharedBy = SHARED_BY } = {}) {
+  const entries = new Set(coldCode.map((e) => path.join(root, e)));
   let hotSet;
   const packs = new Map();
 
@@ -131,7 +141,7 @@ export function coldAgentCode(root, base) {
       for (const [k] of seen) if (k.startsWith('c2c-cold:')) inBundle.add(k);
       // What a nested entry uses besides its own pack meets the other entries' copies in one process.
       const ofNested = new Set(list.flatMap((e, i) => (nested.has(e) ? entryKeys[i] : [])));
-      const shared = new Set([...seen].filter(([k, n]) => (n >= SHARED_BY || (n >= 2 && ofNested.has(k))) && k.startsWith('file:') && !inBundle.has(k)).map(([k]) => k));
+      const shared = new Set([...seen].filter(([k, n]) => (n >= sharedBy || (n >= 2 && ofNested.has(k))) && k.startsWith('file:') && !inBundle.has(k)).map(([k]) => k));
       if (process.env.C2C_COLD_DEBUG) { const fs = await import("node:fs"); fs.writeFileSync(process.env.C2C_COLD_DEBUG, JSON.stringify({ shared: [...shared], inBundle: [...inBundle], nested: [...nested], seen: [...seen] }, null, 1)); }
       return { inBundle, shared, forEntries: new Set([...inBundle, ...shared]) };
     })());

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { coldDependencies } from './build-cold.mjs';
-import { coldAgentCode } from './build-cold-code.mjs';
+import { coldAgentCode, DAEMON_COLD_CODE } from './build-cold-code.mjs';
 import { unusedDependencyStubs } from './build-stubs.mjs';
 
 /** The bundle's budget on disk: `npm run bench` reports against it, test/cli/cold-modules.test.ts holds the bundle to it. */
@@ -57,4 +57,28 @@ export function agentOptions(outfile) {
   };
   // The agent's own code that one command runs, stored compressed too (build-cold-code.mjs).
   return { ...base, plugins: [coldAgentCode(root, { ...commonOptions, ...base }), ...base.plugins] };
+}
+
+/**
+ * esbuild options of the daemon's own file (agent/daemon/entry.ts, what the
+ * unit's ExecStart runs): CommonJS, so Node loads no ES module loader; the
+ * daemon's idle code plain, the features' lazily loaded code in packs
+ * (DAEMON_COLD_CODE), the dependencies only some features use compressed as
+ * in the agent bundle.
+ */
+export function daemonOptions(outfile) {
+  const agent = agentOptions(outfile);
+  const base = {
+    ...commonOptions,
+    entryPoints: [path.join(root, 'agent/daemon/entry.ts')],
+    outfile,
+    format: 'cjs',
+    // CommonJS has require() and __filename; import.meta.url is the file's URL, made once.
+    banner: { js: "const __c2cFileUrl = require('node:url').pathToFileURL(__filename).href;" },
+    minify: true,
+    metafile: true,
+    define: { ...agent.define, 'import.meta.url': '__c2cFileUrl' },
+    plugins: [unusedDependencyStubs, coldDependencies(root)],
+  };
+  return { ...base, plugins: [coldAgentCode(root, base, { coldCode: DAEMON_COLD_CODE, sharedBy: 2 }), ...base.plugins] };
 }

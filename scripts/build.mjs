@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Bundles the agent into one self-contained ESM file (dist/c2c-agent.mjs) and
+// Bundles the agent into one self-contained ESM file (dist/c2c-agent.mjs), the
+// daemon into one CommonJS file (dist/c2c-agentd.cjs, what the unit runs), and
 // the fake cloud into dist/fake-cloud.mjs. The shipped firmware profiles are
 // embedded in the agent bundle, so the single file works with no checkout.
 import { build } from 'esbuild';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentOptions, builtinProfiles, commonOptions, root } from './build-config.mjs';
+import { agentOptions, builtinProfiles, commonOptions, daemonOptions, root } from './build-config.mjs';
 
 const quiet = process.argv.includes('--quiet');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -14,6 +15,8 @@ const common = { ...commonOptions, logLevel: quiet ? 'warning' : 'info' };
 
 const entries = [
   agentOptions(path.join(root, 'dist/c2c-agent.mjs')),
+  // The daemon as systemd runs it (ExecStart): CommonJS, its idle code plain (build-config.mjs).
+  daemonOptions(path.join(root, 'dist/c2c-agentd.cjs')),
   {
     entryPoints: [path.join(root, 'test/fake-cloud/main.ts')],
     outfile: path.join(root, 'dist/fake-cloud.mjs'),

@@ -3,14 +3,15 @@
 // (docs/commands.md, "Exit codes (sysexits)"). The exit code goes to process.exitCode, never
 // process.exit(), so pending stdout writes reach a pipe before node exits.
 //
-// Only version.ts, output.ts and lib/errors.ts (no dependencies) are loaded statically: the
+// Only version.ts, output.ts, process-main.ts and lib/errors.ts (no dependencies) are loaded statically: the
 // Node.js version check must run before any code that an older Node cannot
 // run, and --version / --help are answered without paying for the argument
 // parser, settings and semver. Everything else comes by dynamic import
 // (esbuild keeps such modules lazy inside the one bundle file).
-import { EXIT, EXIT_MEANINGS, usageError } from '../lib/errors.js';
-import { adviseForTokenFromEnvironment, fail, printJson, printLine } from './output.js';
-import { agentVersion, checkNodeVersion } from './version.js';
+import { EXIT_MEANINGS, usageError } from '../lib/errors.js';
+import { adviseForTokenFromEnvironment, printJson, printLine } from './output.js';
+import { runMain } from './process-main.js';
+import { agentVersion } from './version.js';
 
 const exitCodes = Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join(', ');
 
@@ -65,37 +66,4 @@ async function main(argv: string[]): Promise<number> {
   return mod.run(ctx);
 }
 
-const argv = process.argv.slice(2);
-const tooOld = checkNodeVersion(process.versions.node);
-if (tooOld !== undefined) {
-  process.stderr.write(`${tooOld}\n`);
-  process.exitCode = EXIT.config;
-} else {
-  // A throw from a callback outside main's promise (a stream, a timer) would
-  // otherwise be a multi-line stack trace: keep the one-line contract. A
-  // command that installs its own handler (run: log, release the lock, exit)
-  // owns the exit, so this one then stands aside.
-  process.on('uncaughtException', (err) => {
-    if (process.listenerCount('uncaughtException') > 1) return;
-    fail(err, { json: argv.includes('--json') });
-    process.exit(1);
-  });
-  let settled = false;
-  // A command whose work was lost (a promise nothing will ever settle: the way a
-  // 101 once made `check` exit 0 having verified nothing) must not pass for a
-  // success when the event loop runs dry: that is a bug, and it says so.
-  process.once('beforeExit', () => {
-    if (!settled) process.exitCode = fail(new Error('the command ended without an outcome'), { json: argv.includes('--json') });
-  });
-  main(argv).then(
-    (code) => {
-      settled = true;
-      process.exitCode = code;
-    },
-    (err: unknown) => {
-      settled = true;
-      // Before parsing succeeded we cannot know the command took --json; the literal flag is the best hint.
-      process.exitCode = fail(err, { json: argv.includes('--json') });
-    },
-  );
-}
+runMain(main);

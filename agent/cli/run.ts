@@ -42,9 +42,12 @@ export async function run(ctx: CommandContext): Promise<number> {
   // enough to repay an optimizing compile, yet once the heartbeat path has run
   // some thousand times (hours on a camera, seconds at --time-scale 600) the
   // compiler's own pages and its output stay mapped: 4-5 MiB of RSS
-  // (`npm run bench`). Sparkplug (and Maglev on Node 22+) still compile.
-  // The flag is read when V8 decides to optimize, so setting it here works.
+  // (`npm run bench`). Nor Sparkplug, the baseline compiler, for the same
+  // reason: its code and the compiler's pages cost an idle daemon 1 MiB
+  // (docs/benchmarks.md); the interpreter runs a heartbeat in a few ms.
+  // Both flags are read when V8 decides to compile, so setting them here works.
   v8.setFlagsFromString('--no-opt');
+  v8.setFlagsFromString('--no-sparkplug');
   const settings = loadSettings(ctx.settingsOptions, ctx.env);
   checkDaemonPaths(settings);
   // A token-key shorter than 32 bytes is exit 78 now, not a daemon that cannot store what it is granted.

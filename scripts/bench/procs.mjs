@@ -10,6 +10,16 @@ import { fileURLToPath } from 'node:url';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const bundle = path.join(root, 'dist/c2c-agent.mjs');
+/**
+ * The file the unit's ExecStart runs for the daemon (dist/c2c-agentd.cjs): the
+ * agents here run it as systemd does, taken from the unit so the two never differ.
+ */
+export const daemonBundle = (() => {
+  const unit = readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8');
+  const m = /^ExecStart=\S+ \/opt\/c2c-agent\/(\S+) run$/m.exec(unit);
+  if (m === null) throw new Error('bench: the unit\'s ExecStart is not `node /opt/c2c-agent/<file> run`');
+  return path.join(root, m[1]);
+})();
 export const HZ = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -96,7 +106,7 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
   // Logs go to a pipe we drain and drop: the cost of pino writing JSON is
   // part of the agent's cost, the terminal's is not.
   const child = launch(
-    [...nodeArgs, bundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
+    [...nodeArgs, daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
       '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
     { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...caEnv(cloud, trust), ...env },
   );

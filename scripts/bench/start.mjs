@@ -1,4 +1,5 @@
-// Start to first heartbeat: `node dist/c2c-agent.mjs run` (scale 1, a fresh
+// Start to first heartbeat: `node dist/c2c-agentd.cjs run`, as the unit's
+// ExecStart runs it (scale 1, a fresh
 // state and runtime dir) against a bare node script sending the same one
 // request (POST /v2/devices/heartbeat with its token and x-client-version,
 // through node:http) to the same fake cloud.
@@ -13,7 +14,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { bundle, cleanEnv, root, sleep, tmp } from './procs.mjs';
+import { cleanEnv, daemonBundle, root, sleep, tmp } from './procs.mjs';
 import { fmt, median, row } from './figures.mjs';
 
 export const START_RATIO_GOAL = 1.5;
@@ -80,7 +81,7 @@ export async function startup({ runs = 7 } = {}) {
       mkdirSync(dir, { recursive: true });
       writeFileSync(path.join(dir, 'config.json'), '{}\n');
       const a = await timeOne(cloud, agentDevice,
-        [bundle, 'run', '--api-url', cloud.url, '--time-scale', '1', '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
+        [daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', '1', '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
         { C2C_TOKEN: agentDevice.accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...trust });
       if (i === 0) {
         warm.push(a);

@@ -16,6 +16,8 @@ import { join, resolve } from 'node:path';
 
 export const ROOT = resolve('.');
 export const BUNDLE = join(ROOT, 'dist/c2c-agent.mjs');
+/** The daemon's own file, what the unit's ExecStart runs (`run` only): the daemons here run it, as systemd does. */
+export const DAEMON_BUNDLE = join(ROOT, 'dist/c2c-agentd.cjs');
 
 function newestMtime(dir: string): number {
   let newest = 0;
@@ -49,7 +51,7 @@ export async function ensureBuilt(): Promise<void> {
   }
   try {
     const sources = Math.max(newestMtime(join(ROOT, 'agent')), newestMtime(join(ROOT, 'test/fake-cloud')), newestMtime(join(ROOT, 'firmware-profiles')), statSync(join(ROOT, 'scripts/build.mjs')).mtimeMs, statSync(join(ROOT, 'package.json')).mtimeMs);
-    if (existsSync(BUNDLE) && statSync(BUNDLE).mtimeMs > sources) return;
+    if ([BUNDLE, DAEMON_BUNDLE].every((b) => existsSync(b) && statSync(b).mtimeMs > sources)) return;
     const r = spawnSync(process.execPath, ['scripts/build.mjs', '--quiet'], { cwd: ROOT, encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`build failed: ${r.stderr}`);
   } finally {
@@ -185,7 +187,7 @@ const live = new Set<ChildProcess>();
 export function startAgent(o: AgentOptions): AgentProcess {
   const child = spawn(
     process.execPath,
-    [BUNDLE, 'run', '--api-url', o.apiUrl, '--time-scale', String(o.timeScale), '--state-dir', o.dirs.stateDir, '--runtime-dir', o.dirs.runtimeDir],
+    [DAEMON_BUNDLE, 'run', '--api-url', o.apiUrl, '--time-scale', String(o.timeScale), '--state-dir', o.dirs.stateDir, '--runtime-dir', o.dirs.runtimeDir],
     { env: cleanEnv({ ...(o.token !== undefined && { C2C_TOKEN: o.token }), C2C_CONFIG: join(o.dirs.root, 'config.json'), ...o.env }), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   live.add(child);

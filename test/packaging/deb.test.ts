@@ -94,6 +94,7 @@ describe('the Debian package', () => {
     const lines = contents.stdout.trim().split('\n');
     expect(lines.every((l) => l.includes(' root/root '))).toBe(true);
     expect(lines.some((l) => l.endsWith('./opt/c2c-agent/dist/c2c-agent.mjs'))).toBe(true);
+    expect(lines.some((l) => l.endsWith('./opt/c2c-agent/dist/c2c-agentd.cjs'))).toBe(true);
   });
 
   it('refuses to stage into a folder that holds anything', () => {

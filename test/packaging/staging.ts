@@ -8,6 +8,8 @@ import { join } from 'node:path';
 export function standInDist(dir: string): string {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'c2c-agent.mjs'), "process.stdout.write('usage: c2c-agent <command> [options]\\n  c2c-agent run   the daemon\\n');\n");
+  // The daemon's own file, what the unit's ExecStart runs.
+  writeFileSync(join(dir, 'c2c-agentd.cjs'), "process.stdout.write('usage: c2c-agent run\\n');\n");
   return dir;
 }
 

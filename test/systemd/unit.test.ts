@@ -64,7 +64,7 @@ describe('systemd/c2c-agent.service', () => {
     const one = (k: string): string | undefined => d.get(k)?.at(-1);
     expect(one('Type')).toBe('notify');
     expect(one('NotifyAccess')).toBe('all');
-    expect(one('ExecStart')).toBe('/usr/bin/node /opt/c2c-agent/dist/c2c-agent.mjs run');
+    expect(one('ExecStart')).toBe('/usr/bin/node /opt/c2c-agent/dist/c2c-agentd.cjs run');
     expect(one('ExecReload')).toBe('/bin/kill -HUP $MAINPID');
     expect(one('RestartPreventExitStatus')).toBe('78');
     expect(one('StateDirectory')).toBe('c2c-agent');
@@ -117,6 +117,7 @@ describe('scripts/install.sh', () => {
     const fakeDist = join(dir, 'dist');
     mkdirSync(fakeDist, { recursive: true });
     copyFileSync(resolve('package.json'), join(fakeDist, 'c2c-agent.mjs'));
+    copyFileSync(resolve('package.json'), join(fakeDist, 'c2c-agentd.cjs'));
     for (let i = 0; i < 2; i++) {
       const r = spawnSync('sh', ['scripts/install.sh'], { encoding: 'utf8', env: { ...env, C2C_DIST_DIR: fakeDist } });
       expect(r.stderr).toBe('');
