@@ -9,31 +9,38 @@
 // recording: its inode and finished name), and the finished file it turns
 // into is not queued again; nor is that of a recording cancelled or refused
 // by the paused service, which the index remembers (its queue item does not
-// last). The unit also keeps the figures `status` shows: files and bytes
-// left, rate, the media-dir entries skipped, and what keeps uploads from
-// going (upload-blocks.ts).
-import { promises as fs } from 'node:fs';
-import path from 'node:path';
-import type { Clock, Timer } from '../lib/clock.js';
-import { DirWatcher } from '../lib/dir-watcher.js';
-import { AgentError } from '../lib/errors.js';
+// last).
+//
+// This file is the queueing and the unit that runs it, one line of work
+// (work-line.ts) for everything that may queue; each other idea is a module
+// of its own: the finds held back while autoUpload is off (held-finds.ts),
+// uploads queued, cancelled and reprioritised by hand (by-hand.ts), the
+// incoming/ folder (incoming.ts), the rate (rate-meter.ts), the section's
+// figures (upload-figures.ts), and what blocks uploads (upload-blocks.ts).
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { CANCEL_WAIT_MS } from '../lib/timing.js';
 import { uploadProgress } from './upload-summary.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { StatusSections } from '../core/status-document.js';
-import type { UploadBlock, UploadsSection } from './section.js';
-import { CANCELLED, type OutboxItem, type PutOptions } from '../outbox/types.js';
-import { readUploadRequest, INCOMING_DIR } from './upload-request.js';
-import { COMPLETED_DESPITE_CANCEL, UPLOAD_KIND, bytesDone, isUploadKind, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
+import type { UploadBlock } from './section.js';
+import type { OutboxItem, PutOptions } from '../outbox/types.js';
+import { UPLOAD_KIND, sameUpload, type FileIdentity, type UploadPayload } from './upload-item.js';
 import type { LastParts } from './last-part.js';
 import type { SkippedView } from './media-watcher.js';
 import { EndedRecordings, bornMs } from './ended-recordings.js';
-import { REALTIME_KIND, realtimeBytesDone, realtimeBytesTotal, type RealtimePayload } from './realtime-item.js';
+import { REALTIME_KIND, type RealtimePayload } from './realtime-item.js';
 import type { RecordingView } from './realtime-worker.js';
-import { resolveUploadPath, type UploadRoots } from './upload-paths.js';
+import type { UploadRoots } from './upload-paths.js';
 import type { RecordingIdentity } from './uploaded-index.js';
+import { ByHand, type CancelResult, type QueuedByHand } from './by-hand.js';
+import { HeldFinds } from './held-finds.js';
+import { IncomingRequests } from './incoming.js';
+import { RateMeter } from './rate-meter.js';
+import { filesLeft, uploadFigures } from './upload-figures.js';
+import type { WorkLine } from './work-line.js';
+
+export type { CancelResult, QueuedByHand };
 
 export interface UploadsUnitDeps {
   /** Absent without a media dir: only `c2c-agent upload` feeds the queue then. */
@@ -85,65 +92,36 @@ export interface UploadsUnitDeps {
   blocked?: () => UploadBlock[];
 }
 
-/**
- * incoming/ is watched, so a request is taken as soon as `upload` writes it;
- * this slow look (agent ms) only covers a file system whose watch misses
- * events. A fast poll would list a directory thousands of times an hour to
- * find nothing, and allocate for it.
- */
-const INCOMING_POLL_MS = 60_000;
-/** The rate shown is over this much agent time. */
-const RATE_WINDOW_MS = 30_000;
-/** A changed file is looked at no more often than this (agent ms), whatever the settle time: a zero would spin. */
-const SETTLE_LOOK_MIN_MS = 1_000;
-
-/** Media-dir finds held back while autoUpload is off, at most this many (a card holds days of clips; each is a few hundred bytes here). */
-const HELD_MAX = 10_000;
-
-/** One path asked for through the local API, and what became of it. */
-export interface QueuedByHand {
-  path: string;
-  /** The upload's id; null for a file the index knows as sent (or cancelled) whose item the queue no longer holds. */
-  id: string | null;
-  duplicate: boolean;
-}
-
-/**
- * What a cancel came to. `completed-despite-cancel`: the upload's last part
- * was on its way and storage took it, so the service completed the asset;
- * `last-part-on-its-way`: storage had not answered that part within
- * CANCEL_WAIT_MS, and the upload ends completed-despite-cancel or cancelled
- * by that answer.
- */
-export type CancelResult = 'cancelled' | 'not-found' | 'done' | 'ended' | typeof COMPLETED_DESPITE_CANCEL | 'last-part-on-its-way';
-
-/** The same file as the contract counts it: path, size and modification time. */
-const sameFile = (a: UploadPayload, b: UploadPayload): boolean => a.path === b.path && a.size === b.size && a.mtimeMs === b.mtimeMs;
-
-/** A file handed back after a change: its (ino, size, mtime, ctime) at the last look. */
-interface Settling {
-  p: UploadPayload;
-  sig?: string;
-}
-
 export class UploadsUnit implements DaemonUnit {
   readonly name = 'uploads';
-  private incoming: DirWatcher | undefined;
   private running = false;
   private work: Promise<void> = Promise.resolve();
-  private sent: Array<{ at: number; bytes: number }> = [];
-  /** Files to queue once they hold still, by the request file that asked (removed once all are queued or gone). */
-  private readonly settling = new Map<string, Settling[]>();
-  private settleTimer: Timer | undefined;
-  /** Media-dir finds held back while autoUpload is off, by path. */
-  private readonly held = new Map<string, UploadPayload>();
-  private heldFullSaid = false;
-
+  private readonly line: WorkLine = {
+    then: (step) => {
+      this.work = this.work.then(step);
+    },
+    run: <T>(step: () => Promise<T>): Promise<T> => {
+      const run = this.work.then(step);
+      this.work = run.then(
+        () => undefined,
+        () => undefined,
+      );
+      return run;
+    },
+  };
   /** Which recording a file is, in the queue or the index (ended-recordings.ts). */
   private readonly recordings: EndedRecordings;
+  private readonly held: HeldFinds;
+  private readonly byHand: ByHand;
+  private readonly incoming: IncomingRequests;
+  private readonly rate: RateMeter;
 
   constructor(private readonly d: UploadsUnitDeps) {
     this.recordings = new EndedRecordings({ index: d.index, items: () => d.outbox.items() });
+    this.held = new HeldFinds(d.logger);
+    this.byHand = new ByHand({ ...d, recordings: this.recordings, held: this.held, line: this.line });
+    this.incoming = new IncomingRequests({ queueDir: d.queueDir, settleMs: d.settleMs, ...(d.roots && { roots: d.roots }), clock: d.clock, ...(d.logger && { logger: d.logger }), line: this.line, queue: (p) => this.queue(p) });
+    this.rate = new RateMeter(d.clock);
   }
 
   start(): void {
@@ -160,7 +138,7 @@ export class UploadsUnit implements DaemonUnit {
         void this.sweepUrls();
         void this.d.window?.start().catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot start the upload window; uploads run at any time'));
         this.d.watcher?.start();
-        this.watchIncoming();
+        this.incoming.start();
       },
       (err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot read the index of uploaded files; uploads are off until restart'),
     );
@@ -169,9 +147,7 @@ export class UploadsUnit implements DaemonUnit {
   async stop(): Promise<void> {
     this.running = false;
     this.d.bus.removeListeners(this);
-    this.settleTimer?.cancel();
-    this.settleTimer = undefined;
-    this.incoming?.stop();
+    this.incoming.stop();
     this.d.watcher?.stop();
     this.d.window?.stop();
     await this.work;
@@ -180,200 +156,50 @@ export class UploadsUnit implements DaemonUnit {
 
   /** A file in the media dir is ready: queued, or held back while autoUpload is off. */
   fileReady(p: UploadPayload): void {
-    if (this.d.autoUpload?.() === false) return this.hold(p);
-    this.work = this.work.then(() => this.queue(p));
+    if (this.d.autoUpload?.() === false) return this.held.hold(p);
+    this.line.then(() => this.queue(p));
   }
 
   /** A clip still being written (real-time uploads on). */
   fileGrowing(p: RealtimePayload): void {
     // autoUpload off: a recording is taken once it is on again (as a finished file, held meanwhile).
     if (this.d.autoUpload?.() === false) return;
-    this.work = this.work.then(() => this.queueRecording(p));
-  }
-
-  private hold(p: UploadPayload): void {
-    if (this.held.size >= HELD_MAX && !this.held.has(p.path)) {
-      if (!this.heldFullSaid) this.d.logger?.warn({ held: this.held.size }, 'autoUpload is off and many clips wait; the newest are not remembered until it is on again (a restart finds them)');
-      this.heldFullSaid = true;
-      return;
-    }
-    this.held.set(p.path, p);
+    this.line.then(() => this.queueRecording(p));
   }
 
   /** autoUpload is on again: what the watcher found meanwhile is queued now, oldest first. */
   private releaseHeld(): void {
-    const files = [...this.held.values()].sort((a, b) => a.mtimeMs - b.mtimeMs);
-    this.held.clear();
-    this.heldFullSaid = false;
-    for (const p of files) this.work = this.work.then(() => this.queue(p));
+    for (const p of this.held.release()) this.line.then(() => this.queue(p));
   }
 
   /** Media-dir finds held back (autoUpload off). */
   get heldCount(): number {
-    return this.held.size;
+    return this.held.count;
   }
 
-  /**
-   * Files asked for through the local API (already checked by
-   * upload-paths.ts), queued whatever autoUpload says. One file is one
-   * upload: a file queued, sent, or cancelled before (same path, size and
-   * modification time) gives back its id with duplicate true; `urgent`
-   * raises a queued duplicate too. Runs in line with the watcher's queueing,
-   * so the two never both queue one file.
-   */
+  /** Files asked for through the local API (by-hand.ts), in line with the watcher's queueing. */
   queueByHand(files: UploadPayload[], urgent: boolean): Promise<QueuedByHand[]> {
-    const run = this.work.then(async () => {
-      if (!(await this.d.outbox.ready())) throw new AgentError('unavailable', 'the upload queue could not be opened (see the daemon\'s log); nothing was queued');
-      const out: QueuedByHand[] = [];
-      const batch: Array<{ p: UploadPayload; id: string | null }> = [];
-      for (const p of files) {
-        const again = batch.find((b) => sameFile(b.p, p));
-        if (again !== undefined) {
-          out.push({ path: p.path, id: again.id, duplicate: true });
-          continue;
-        }
-        const existing = this.existing(p) ?? (await this.recordings.itemFor(p));
-        if (existing !== undefined) {
-          if (urgent && existing.state === 'pending' && existing.urgent !== true) await this.d.outbox.setUrgent(existing.id, true);
-          out.push({ path: p.path, id: existing.id, duplicate: true });
-        } else if (this.d.index.has(p) || (await this.recordings.askedForInIndex(p))) out.push({ path: p.path, id: null, duplicate: true });
-        else {
-          const item = await this.d.outbox.put(UPLOAD_KIND, p, urgent ? { urgent } : {});
-          this.held.delete(p.path);
-          this.d.logger?.info({ name: p.name, bytes: p.size, urgent }, 'upload queued through the local API');
-          out.push({ path: p.path, id: item.id, duplicate: false });
-        }
-        batch.push({ p, id: out.at(-1)!.id });
-      }
-      this.d.bus.emit('statusChanged', {});
-      return out;
-    });
-    this.work = run.then(() => undefined, () => undefined);
-    return run;
+    return this.byHand.queueByHand(files, urgent);
   }
 
-  /** The item that already stands for this file: waiting, sent, or cancelled (one that failed may be asked for again). */
-  private existing(p: UploadPayload): OutboxItem | undefined {
-    const mine = this.d.outbox.items().filter((i) => i.kind === UPLOAD_KIND && sameFile(i.payload as UploadPayload, p));
-    return mine.find((i) => i.state === 'pending') ?? mine.find((i) => i.state === 'done' || (i.state === 'dead' && i.reason?.startsWith(CANCELLED) === true));
-  }
-
-  /**
-   * Cancels an upload: never retried, its attempt in flight stopped, and the
-   * file recorded in the index so the media watcher does not queue it again,
-   * across restarts (the index is what outlives the queue's records). A
-   * recording has no finished size or mtime yet: the index keeps it by inode
-   * and finished name until its finished file is seen (queue()).
-   *
-   * Unless the last bytes of its last part are on their way already: no
-   * abort takes them back (last-part.ts). Then storage's answer decides,
-   * waited for up to CANCEL_WAIT_MS: taken, the upload is done and says
-   * completed despite the cancel; refused, it is cancelled as above; not
-   * known yet, the answer says so and the cancel is settled when it comes.
-   */
-  async cancel(id: string): Promise<CancelResult> {
-    const item = this.d.outbox.items().find((i) => i.id === id && isUploadKind(i.kind));
-    if (item === undefined) return 'not-found';
-    if (item.state === 'done') return item.reason?.startsWith(COMPLETED_DESPITE_CANCEL) === true ? COMPLETED_DESPITE_CANCEL : 'done';
-    if (item.state !== 'pending') return 'ended';
-    // At once, before anything is awaited: from here on the worker sends no last bytes of this item.
-    const onItsWay = this.d.lastParts?.stop(id);
-    if (onItsWay === undefined) return this.cancelled(item);
-    const deadline = this.d.clock.now() + CANCEL_WAIT_MS;
-    const took = await this.within(onItsWay, CANCEL_WAIT_MS);
-    if (took === false) return this.cancelled(item);
-    if (took === undefined) {
-      this.d.logger?.info({ id, name: (item.payload as UploadPayload).name }, 'cancel asked while the upload\'s last part is on its way; storage\'s answer decides');
-      // A last part storage refused leaves the upload cancelled after all; one it took leaves it done, noted so by the worker.
-      void onItsWay.then((t) => (t ? undefined : this.cancelled(item))).catch(() => undefined).finally(() => this.d.lastParts?.forget(id));
-      return 'last-part-on-its-way';
-    }
-    await this.ended(id, Math.max(0, deadline - this.d.clock.now()));
-    this.d.lastParts?.forget(id);
-    this.d.logger?.info({ id, name: (item.payload as UploadPayload).name }, 'cancel came too late: the upload\'s last part was on its way and storage took it; the asset is complete');
-    this.d.bus.emit('statusChanged', {});
-    return COMPLETED_DESPITE_CANCEL;
-  }
-
-  /** Ends a pending item as cancelled and records its file (cancel()). */
-  private async cancelled(item: OutboxItem): Promise<CancelResult> {
-    const id = item.id;
-    try {
-      // Ended by its own worker meanwhile, as a cancel ends it (it stopped before its last part went): cancelled all the same.
-      if (!(await this.d.outbox.cancel(id, 'through the local API')) && !this.endedCancelled(id)) return 'ended';
-    } finally {
-      this.d.lastParts?.forget(id);
-    }
-    const p = item.payload as UploadPayload;
-    this.held.delete(p.path);
-    const recorded = item.kind === UPLOAD_KIND ? this.d.index.add(p) : this.recordings.end(item.payload as RealtimePayload);
-    await recorded.catch((err: unknown) => this.d.logger?.warn({ name: p.name, err: String(err) }, 'cannot record a cancelled upload in the index; the media watcher may offer it again after a restart'));
-    this.d.logger?.info({ id, name: p.name }, 'upload cancelled');
-    this.d.bus.emit('statusChanged', {});
-    return 'cancelled';
-  }
-
-  private endedCancelled(id: string): boolean {
-    const now = this.d.outbox.items().find((i) => i.id === id);
-    return now?.state === 'dead' && now.reason?.startsWith(CANCELLED) === true;
-  }
-
-  /** `answer`'s value, or undefined once `ms` agent ms passed without one. */
-  private within<T>(answer: Promise<T>, ms: number): Promise<T | undefined> {
-    return new Promise((resolve) => {
-      const timer = this.d.clock.setTimer(() => resolve(undefined), ms);
-      answer.then(
-        (v) => {
-          timer.cancel();
-          resolve(v);
-        },
-        () => {
-          timer.cancel();
-          resolve(undefined);
-        },
-      );
-    });
-  }
-
-  /** Resolves once item `id` is no longer pending (the dispatcher recorded its attempt), or after `ms` agent ms. */
-  private ended(id: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const owner = {};
-      const done = (): void => {
-        timer.cancel();
-        this.d.bus.removeListeners(owner);
-        resolve();
-      };
-      const look = (): void => {
-        if (this.d.outbox.items().find((i) => i.id === id)?.state !== 'pending') done();
-      };
-      const timer = this.d.clock.setTimer(done, ms);
-      this.d.bus.on('outboxSettled', owner, look);
-      look();
-    });
+  /** Cancels an upload (by-hand.ts). */
+  cancel(id: string): Promise<CancelResult> {
+    return this.byHand.cancel(id);
   }
 
   /** Cancels every upload not yet done; the ids cancelled. */
-  async cancelAll(): Promise<string[]> {
-    const out: string[] = [];
-    for (const item of this.d.outbox.pending().filter((i) => isUploadKind(i.kind))) if ((await this.cancel(item.id)) === 'cancelled') out.push(item.id);
-    return out;
+  cancelAll(): Promise<string[]> {
+    return this.byHand.cancelAll();
   }
 
-  /** Raises (high) or lowers an upload's place in the queue; false for an upload not waiting or running. */
-  async setPriority(id: string, high: boolean): Promise<'ok' | 'not-found' | 'ended'> {
-    const item = this.d.outbox.items().find((i) => i.id === id && isUploadKind(i.kind));
-    if (item === undefined) return 'not-found';
-    if (item.state !== 'pending' || !(await this.d.outbox.setUrgent(id, high))) return 'ended';
-    this.d.bus.emit('statusChanged', {});
-    return 'ok';
+  /** Raises (high) or lowers an upload's place in the queue. */
+  setPriority(id: string, high: boolean): Promise<'ok' | 'not-found' | 'ended'> {
+    return this.byHand.setPriority(id, high);
   }
 
   /** Bytes that just left, for the rate. */
   bytesSent(n: number): void {
-    const now = this.d.clock.now();
-    this.sent.push({ at: now, bytes: n });
-    this.sent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS);
+    this.rate.add(n);
     this.d.bus.emit('statusChanged', {});
   }
 
@@ -393,34 +219,11 @@ export class UploadsUnit implements DaemonUnit {
    * the rate of an idle agent until the next change (a 3 MB clip: 100000).
    */
   bytesPerSecond(): number {
-    if (this.filesLeft() === 0) return 0;
-    const now = this.d.clock.now();
-    const recent = this.sent.filter((s) => s.at > now - RATE_WINDOW_MS).reduce((n, s) => n + s.bytes, 0);
-    return Math.round(recent / (RATE_WINDOW_MS / 1000));
+    return filesLeft(this.d) === 0 ? 0 : this.rate.perSecond();
   }
 
-  private filesLeft(): number {
-    return this.d.outbox.pending(UPLOAD_KIND).length + this.d.outbox.pending(REALTIME_KIND).length;
-  }
-
-  /** The figures `status` shows, for the status document and the STATUS= line alike. */
-  private figures(): UploadsSection {
-    const pending = this.d.outbox.pending(UPLOAD_KIND);
-    const recording = this.d.outbox.pending(REALTIME_KIND);
-    const left = pending.reduce((n, i) => n + leftOf(i), 0) + recording.reduce((n, i) => n + Math.max(0, realtimeBytesTotal(i) - realtimeBytesDone(i)), 0);
-    const recordings = this.d.recordings?.();
-    const skipped = this.d.watcher?.skipped?.();
-    const mediaDirMissing = this.d.watcher?.missingDir?.();
-    const blocked = this.d.blocked?.();
-    return {
-      files: pending.length + recording.length,
-      bytesLeft: left,
-      bytesPerSecond: this.bytesPerSecond(),
-      ...(skipped !== undefined && { skipped }),
-      ...(mediaDirMissing !== undefined && { mediaDirMissing }),
-      ...(recordings !== undefined && recordings.length > 0 && { recording: recordings }),
-      ...(blocked !== undefined && blocked.length > 0 && { blocked }),
-    };
+  private figures(): ReturnType<typeof uploadFigures> {
+    return uploadFigures(this.d, this.bytesPerSecond());
   }
 
   private async queue(p: UploadPayload): Promise<void> {
@@ -474,120 +277,4 @@ export class UploadsUnit implements DaemonUnit {
     const removed = await this.d.urls.sweep(keep);
     if (removed > 0) this.d.logger?.info({ removed }, 'removed the URL files of uploads that no longer run');
   }
-
-  /**
-   * Watches incoming/ (created once, when missing) and looks at it: at once,
-   * after a watch event, and every INCOMING_POLL_MS; without a watch the
-   * slow poll alone takes requests.
-   */
-  private watchIncoming(): void {
-    const dir = path.join(this.d.queueDir, INCOMING_DIR);
-    const incoming = new DirWatcher({
-      clock: this.d.clock,
-      pollMs: INCOMING_POLL_MS,
-      look: () => this.lookAtIncoming(incoming, dir),
-      what: 'the upload requests folder',
-      logger: this.d.logger,
-    });
-    this.incoming = incoming;
-    void fs
-      .mkdir(dir, { recursive: true, mode: 0o700 })
-      .catch((err: unknown) => this.d.logger?.warn({ dir, err: String(err) }, 'cannot create the upload requests folder'))
-      .then(() => {
-        if (!this.running || this.incoming !== incoming) return;
-        incoming.start();
-        this.lookAtIncoming(incoming, dir);
-      });
-  }
-
-  /** Watches incoming/ again (made anew, or its watch failed) and takes what is in it, one look at a time. */
-  private lookAtIncoming(incoming: DirWatcher, dir: string): void {
-    if (!this.running) return;
-    incoming.setDirs([dir]);
-    this.work = this.work.then(() => this.takeIncoming());
-  }
-
-  /**
-   * Requests from `c2c-agent upload`: queued, then removed (a crash between
-   * the two only queues a duplicate the check above drops). A request to
-   * wait (a file that changed while it uploaded) stays until its files
-   * held still and were queued.
-   */
-  private async takeIncoming(): Promise<void> {
-    const dir = path.join(this.d.queueDir, INCOMING_DIR);
-    let names: string[];
-    try {
-      names = (await fs.readdir(dir)).filter((n) => n.endsWith('.json')).sort();
-    } catch {
-      return;
-    }
-    let waiting = false;
-    for (const name of names) {
-      const file = path.join(dir, name);
-      if (this.settling.has(file)) continue;
-      const req = await readUploadRequest(file);
-      if (req.kind === 'ok' && req.settle) {
-        this.settling.set(file, req.files.map((p) => ({ p })));
-        waiting = true;
-        continue;
-      }
-      if (req.kind === 'ok') for (const p of req.files) await this.queue(p);
-      else this.d.logger?.warn({ file, reason: req.reason }, 'ignoring an unreadable upload request');
-      await fs.unlink(file).catch(() => undefined);
-    }
-    // The first look at a new one now: the file must then hold still for the settle time.
-    if (waiting) await this.lookAtSettling();
-  }
-
-  /** Queues each waiting file that kept its (ino, size, mtime, ctime) since the last look; forgets one that is gone. */
-  private async lookAtSettling(): Promise<void> {
-    for (const [request, files] of this.settling) {
-      for (const f of [...files]) {
-        let st;
-        try {
-          st = await fs.stat(f.p.path);
-        } catch (err) {
-          this.d.logger?.info({ name: f.p.name, code: (err as NodeJS.ErrnoException).code }, 'a changed file is gone before it held still; not uploaded again');
-          files.splice(files.indexOf(f), 1);
-          continue;
-        }
-        if (!st.isFile()) {
-          this.d.logger?.info({ name: f.p.name }, 'a changed file is no longer a regular file; not uploaded again');
-          files.splice(files.indexOf(f), 1);
-          continue;
-        }
-        const sig = `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-        if (f.sig !== sig) {
-          f.sig = sig;
-          continue;
-        }
-        files.splice(files.indexOf(f), 1);
-        // stat() above followed links: the file queued is the one the roots' checks opened, without following a link out.
-        const v = this.d.roots === undefined ? undefined : await resolveUploadPath(f.p.path, this.d.roots);
-        if (v?.ok === false) {
-          this.d.logger?.warn({ name: f.p.name, reason: v.reason }, 'a changed file no longer passes the checks on what is uploaded; not uploaded again');
-          continue;
-        }
-        const id = v?.file ?? { size: st.size, mtimeMs: st.mtimeMs, ino: st.ino, dev: st.dev };
-        await this.queue({ ...f.p, size: id.size, mtimeMs: id.mtimeMs, ino: id.ino, dev: id.dev });
-      }
-      if (files.length === 0) {
-        this.settling.delete(request);
-        await fs.unlink(request).catch(() => undefined);
-      }
-    }
-    this.armSettle();
-  }
-
-  private armSettle(): void {
-    if (!this.running || this.settling.size === 0 || this.settleTimer !== undefined) return;
-    this.settleTimer = this.d.clock.setTimer(() => {
-      this.settleTimer = undefined;
-      this.work = this.work.then(() => this.lookAtSettling());
-    }, Math.max(SETTLE_LOOK_MIN_MS, this.d.settleMs));
-  }
-}
-
-function leftOf(item: OutboxItem): number {
-  return (item.payload as UploadPayload).size - bytesDone(item);
 }
