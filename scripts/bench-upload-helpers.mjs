@@ -228,10 +228,23 @@ export const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length
  * line), so the bench measures the agent as a camera runs it.
  */
 export function unitNodeOptions(root) {
+  return unitEnvironment(root).NODE_OPTIONS ?? missingNodeOptions();
+}
+
+function missingNodeOptions() {
+  throw new Error('systemd/c2c-agent.service sets no NODE_OPTIONS: the bench cannot run the agent as installed');
+}
+
+/**
+ * Every variable the systemd unit sets (its Environment= lines: NODE_OPTIONS,
+ * glibc's malloc tuning), for the agents and the bare node they are compared with.
+ */
+export function unitEnvironment(root) {
   const unit = readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8');
-  const m = /^Environment="NODE_OPTIONS=([^"]*)"$/m.exec(unit);
-  if (!m) throw new Error('systemd/c2c-agent.service sets no NODE_OPTIONS: the bench cannot run the agent as installed');
-  return m[1].trim();
+  const env = {};
+  for (const m of unit.matchAll(/^Environment="([A-Za-z_][A-Za-z0-9_]*)=([^"]*)"$/gm)) env[m[1]] = m[2].trim();
+  if (env.NODE_OPTIONS === undefined) missingNodeOptions();
+  return env;
 }
 
 export function freeBytes(dir) {

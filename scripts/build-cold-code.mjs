@@ -61,6 +61,7 @@ const COLD_CODE = [
   'agent/uploads/workers-build.ts',
   'agent/auth/pairing-load.ts',
   'agent/uploads/upload-handlers.ts',
+  'agent/uploads/pipeline.ts',
   'agent/cli/command-help.ts',
 ];
 

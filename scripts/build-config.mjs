@@ -64,9 +64,9 @@ export function agentOptions(outfile) {
  * unit's ExecStart runs): CommonJS, so Node loads no ES module loader; the
  * daemon's idle code plain, the features' lazily loaded code in packs
  * (DAEMON_COLD_CODE), the dependencies only some features use compressed as
- * in the agent bundle.
+ * in the agent bundle. `plugins` go first (the bench's builds without one feature).
  */
-export function daemonOptions(outfile) {
+export function daemonOptions(outfile, { plugins = [] } = {}) {
   const agent = agentOptions(outfile);
   const base = {
     ...commonOptions,
@@ -78,7 +78,7 @@ export function daemonOptions(outfile) {
     minify: true,
     metafile: true,
     define: { ...agent.define, 'import.meta.url': '__c2cFileUrl' },
-    plugins: [unusedDependencyStubs, coldDependencies(root)],
+    plugins: [...plugins, unusedDependencyStubs, coldDependencies(root)],
   };
   return { ...base, plugins: [coldAgentCode(root, base, { coldCode: DAEMON_COLD_CODE, sharedBy: 2 }), ...base.plugins] };
 }

@@ -24,7 +24,7 @@ import { StatusPublisher } from './runtime/status-publisher.js';
 import type { SystemdNotifier } from './systemd/notify.js';
 import { Watchdog } from './systemd/watchdog.js';
 
-export { ownDirs } from '../uploads/uploads-build.js';
+export { ownDirs } from '../uploads/own-dirs.js';
 
 export interface UnitsInput {
   settings: Settings;

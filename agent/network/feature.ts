@@ -11,7 +11,7 @@ export const network: Feature = {
   build: async (ctx) => {
     const [{ NetworkUnit }, { AddressWatch }] = await Promise.all([import('./network-unit.js'), import('./address-watch.js')]);
     const { settings, clock, logger, bus, api, services } = ctx;
-    const unit = new NetworkUnit({ hostRoot: settings.hostRoot, clock, bus, lastMeta: () => api.lastMeta, uploadBytesPerSecond: () => services.get('uploads')?.unit.bytesPerSecond() ?? 0 });
+    const unit = new NetworkUnit({ hostRoot: settings.hostRoot, clock, bus, lastMeta: () => api.lastMeta, uploadBytesPerSecond: () => services.get('uploads')?.bytesPerSecond() ?? 0 });
     const addresses = new AddressWatch({
       clock,
       logger,

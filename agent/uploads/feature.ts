@@ -1,35 +1,29 @@
-// Media uploads as a feature (core/feature.ts). At start, what watches:
-// the media watcher, the queueing of its finds and of the files handed over
-// through incoming/, the index of what went, the window and what blocks
-// uploads (uploads-build.ts). The workers that send (upload-worker.ts,
+// Media uploads as a feature (core/feature.ts). At start, what watches: the
+// media watcher, the window and what blocks uploads (uploads-build.ts,
+// uploads-idle.ts); the pipeline (pipeline.ts: the queueing of the finds and
+// of the files handed over through incoming/, the index of what went, by
+// hand) loads with the first clip or upload item. The workers that send (upload-worker.ts,
 // realtime-worker.ts, the storage client) load with the first `upload` or
 // `realtime-upload` item (workers-build.ts), and the local API's upload
 // routes with their first call (upload-handlers.ts).
 import type { Feature } from '../core/feature.js';
 import { handlersOf } from '../core/routes.js';
 import type { StorageClient } from '../api/storage.js';
-import type { LastParts } from './last-part.js';
+import type { UploadsPipeline } from './pipeline.js';
 import type { RecordingView } from './realtime-worker.js';
 import type { UploadRoots } from './upload-paths.js';
 import type { UploadRow } from './upload-rows.js';
-import type { UploadUrls } from './upload-urls.js';
-import type { UploadWindow } from './upload-window.js';
-import type { UploadedIndex } from './uploaded-index.js';
-import type { UploadsUnit } from './uploads-unit.js';
 import { REALTIME_KIND, UPLOAD_KIND } from './kinds.js';
 import { uploadsSection } from './section.js';
 import './events.js';
 
-/** What the uploads feature shares: its unit (queueing, cancel, priority, the rate), the rows the API lists, and what its workers use beside the unit. */
+/** What the uploads feature shares: the rate, the rows the API lists, the roots, and the pipeline, loaded on first use (uploads-idle.ts). */
 export interface UploadsService {
-  unit: UploadsUnit;
+  bytesPerSecond(): number;
   rows(): UploadRow[];
   /** The media dir and the upload roots a path must be inside (upload-paths.ts). */
   roots: UploadRoots;
-  index: UploadedIndex;
-  urls: UploadUrls;
-  lastParts: LastParts;
-  window: UploadWindow | undefined;
+  pipeline(): Promise<UploadsPipeline>;
 }
 
 declare module '../core/feature.js' {
@@ -57,7 +51,8 @@ export const uploads: Feature = {
       const { registerUploadHandlers } = await import('./upload-handlers.js');
       const u = ctx.services.get('uploads');
       if (u === undefined) throw new Error('uploads: the feature was not built');
-      return handlersOf((routes) => registerUploadHandlers(routes, { uploads: u.unit, rows: u.rows, roots: u.roots }));
+      const p = await u.pipeline();
+      return handlersOf((routes) => registerUploadHandlers(routes, { uploads: p.unit, rows: u.rows, roots: u.roots }));
     },
   },
   outbox: { kinds: [UPLOAD_KIND, REALTIME_KIND], load: async (ctx) => (await import('./workers-build.js')).uploadWorkers(ctx) },

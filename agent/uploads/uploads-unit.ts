@@ -96,6 +96,7 @@ export class UploadsUnit implements DaemonUnit {
   readonly name = 'uploads';
   private running = false;
   private work: Promise<void> = Promise.resolve();
+  private indexLoaded: Promise<void> = Promise.resolve();
   private readonly line: WorkLine = {
     then: (step) => {
       this.work = this.work.then(step);
@@ -132,7 +133,7 @@ export class UploadsUnit implements DaemonUnit {
     this.d.bus.on('prefsChanged', this, ({ prefs }) => {
       if (prefs.autoUpload) this.releaseHeld();
     });
-    this.work = this.d.index.load().then(
+    this.work = this.indexLoaded = this.d.index.load().then(
       () => {
         if (!this.running) return;
         void this.sweepUrls();
@@ -142,6 +143,11 @@ export class UploadsUnit implements DaemonUnit {
       },
       (err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot read the index of uploaded files; uploads are off until restart'),
     );
+  }
+
+  /** Resolves once start() has read the index (whatever came of it): the workers use it from then on. */
+  loaded(): Promise<void> {
+    return this.indexLoaded;
   }
 
   async stop(): Promise<void> {

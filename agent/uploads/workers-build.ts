@@ -10,10 +10,11 @@ import type { Worker } from '../outbox/dispatcher.js';
 import { RealtimeWorker } from './realtime-worker.js';
 import { UploadWorker } from './upload-worker.js';
 
-export function uploadWorkers(ctx: FeatureContext): Worker[] {
+export async function uploadWorkers(ctx: FeatureContext): Promise<Worker[]> {
   const { settings, clock, logger, bus, services } = ctx;
-  const u = services.get('uploads');
-  if (u === undefined) throw new Error('uploads: the feature was not built');
+  const service = services.get('uploads');
+  if (service === undefined) throw new Error('uploads: the feature was not built');
+  const u = await service.pipeline();
   const storage = createStorageClient({ clock, logger, extraCas: settings.extraCas, ...(ctx.wire !== undefined && { wire: ctx.wire }) });
   services.provide('storage', storage);
   const heap = new HeapTrim(undefined, undefined, (err) => logger.warn({ err: String(err) }, 'cannot collect garbage after an upload; memory may stay higher'));

@@ -6,7 +6,8 @@
 // What is measured, and why this is an honest comparison:
 // - RSS: VmRSS of the agent at --time-scale N right after its 10th heartbeat
 //   at the referee, vs the bare process's VmRSS at the same moment. Both run
-//   with the systemd unit's NODE_OPTIONS, as a camera runs the agent (beside
+//   with the systemd unit's environment (NODE_OPTIONS, glibc's malloc
+//   tuning), as a camera runs the agent (beside
 //   them, an agent and a bare process without those flags, for comparison). Over
 //   HTTPS, as the service is (the fake's CA through NODE_EXTRA_CA_CERTS, the
 //   store a unit talking to a public certificate uses); beside it the same
@@ -43,7 +44,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { agent, bareNode, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
 import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
-import { unitNodeOptions } from '../bench-upload-helpers.mjs';
+import { unitEnvironment } from '../bench-upload-helpers.mjs';
 
 export const RSS_RATIO_GOAL = 1.3;
 export const GROWTH_GOAL_MIB = 2;
@@ -153,7 +154,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
 
   const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 7), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
   // As the unit runs it: its node flags for every agent and for the bare baseline.
-  const unit = { NODE_OPTIONS: unitNodeOptions(root) };
+  const unit = unitEnvironment(root);
   const bare = bareNode(unit);
   const launchedAt = Date.now();
   // As under systemd (STATUS= lines on every state change), no watchdog.
@@ -241,7 +242,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
     row("idle RSS after 10 heartbeats (HTTPS, the unit's node flags)", { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
     row('idle RSS after 10 heartbeats, plain HTTP (loopback)', { agent: `${fmt(at10.plain / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.plain / at10.bare, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats, HTTPS trusting caFile', { agent: `${fmt(at10.caFile / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.caFile / at10.bare, goal: 'none (for comparison)' }),
-    row("idle RSS after 10 heartbeats (HTTPS), without the unit's node flags", { agent: `${fmt(at10.noFlags / 1024, 1)} MiB`, baseline: `${fmt(at10.bareNoFlags / 1024, 1)} MiB bare node without them`, ratio: at10.noFlags / at10.bareNoFlags, goal: 'none (for comparison)' }),
+    row("idle RSS after 10 heartbeats (HTTPS), without the unit's environment (node flags, malloc tuning)", { agent: `${fmt(at10.noFlags / 1024, 1)} MiB`, baseline: `${fmt(at10.bareNoFlags / 1024, 1)} MiB bare node without them`, ratio: at10.noFlags / at10.bareNoFlags, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', { agent: `${fmt(at10.api / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (socket served, no client)`, ratio: `${signed((at10.api - at10.agent) / 1024)} MiB`, goal: `<= +${API_CLIENT_GOAL_MIB} MiB`, pass: (at10.api - at10.agent) / 1024 <= API_CLIENT_GOAL_MIB }),
     row('idle RSS after 10 heartbeats (HTTPS), web page on, no page open', { agent: `${fmt(at10.web / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (webListen off)`, ratio: `${signed((at10.web - at10.agent) / 1024)} MiB`, goal: `<= +${WEB_PAGE_GOAL_MIB} MiB`, pass: (at10.web - at10.agent) / 1024 <= WEB_PAGE_GOAL_MIB }),
     row('idle RSS after 10 heartbeats (HTTPS), web page on, one page open', { agent: `${fmt(at10.webOpen / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (webListen off)`, ratio: `${signed((at10.webOpen - at10.agent) / 1024)} MiB`, goal: 'none (for comparison)' }),
