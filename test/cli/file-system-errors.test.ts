@@ -51,7 +51,8 @@ interface RunOpts {
   env?: Record<string, string>;
   asNobody?: boolean;
   /** For `run`: called once the child is spawned; resolves when the test is done with it (the child then gets SIGTERM). */
-  whileRunning?: () => Promise<unknown>;
+  /** Runs beside the process, given its stdout so far; SIGTERM once it resolves. */
+  whileRunning?: (stdout: () => string) => Promise<unknown>;
 }
 
 /** The bundle as a child process; a child still alive after 30 s is killed (status null), which fails the test's exit code check. */
@@ -70,7 +71,7 @@ function agent(args: string[], opts: RunOpts = {}): Promise<Result> {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    void opts.whileRunning?.().then(() => child.kill('SIGTERM'));
+    void opts.whileRunning?.(() => stdout).then(() => child.kill('SIGTERM'));
     child.once('error', reject);
     child.once('close', (status, signal) => {
       clearTimeout(killer);
@@ -351,19 +352,22 @@ describe('run: refuses what it cannot use at start-up (exit 78), never blocks, h
     mkfifo(path.join(rt, 'run.lock'));
     mkfifo(path.join(rt, 'last-heartbeat.json'));
     const media = fresh('media');
+    // A clip, so the upload pipeline (loaded on first use, issue 30) loads and reads its index.
+    writeFileSync(path.join(media, 'clip.mp4'), 'x'.repeat(1000));
     const statusFile = path.join(rt, 'status.json');
-    // Done with the daemon once it has published a state past start-up: it got past every FIFO.
-    const pastStart = (): boolean => {
+    // Done with the daemon once it has published a state past start-up and read the upload index: it got past every FIFO.
+    const pastStart = (stdout: string): boolean => {
       try {
         const s = JSON.parse(readFileSync(statusFile, 'utf8')) as { state?: string };
-        return s.state !== undefined && s.state !== 'starting';
+        return s.state !== undefined && s.state !== 'starting' && stdout.includes("upload index '");
       } catch {
         return false; // not written yet
       }
     };
     // 20 real s: a bound against a hang (a FIFO waited on); the assertions below say what went wrong.
-    const started = (): Promise<unknown> => until('a state past start-up', pastStart, { everyMs: 50, hangMs: 20_000 }).catch(() => undefined);
-    const r = await agent([...runArgs(state, rt), '--media-dir', media], { env: { C2C_TOKEN: 'fca_env_token_for_run_0001' }, whileRunning: started });
+    const started = (stdout: () => string): Promise<unknown> => until('a state past start-up, the upload index read', () => pastStart(stdout()), { everyMs: 50, hangMs: 20_000 }).catch(() => undefined);
+    // The clip settles in 0.5 real s (10 agent s at scale 20; the API URL is loopback).
+    const r = await agent([...runArgs(state, rt), '--media-dir', media, '--time-scale', '20'], { env: { C2C_TOKEN: 'fca_env_token_for_run_0001' }, whileRunning: started });
     expect({ status: r.status, signal: r.signal, sawStatus: existsSync(statusFile) }).toEqual({ status: 0, signal: null, sawStatus: true });
     // The FIFO segment was moved aside like a corrupt one, not waited on.
     expect(readdirSync(path.join(state, 'queue', 'quarantine'))).toEqual(['seg-000001.log']);
