@@ -1,11 +1,11 @@
 // The local API's one handler map: method + path -> handler, each marked
 // `read` (answers from what the daemon holds, changes nothing) or `write`
-// (changes the daemon's state or its files). Every feature registers its own
-// routes with a function of its own (status-handlers.ts, upload-handlers.ts,
-// prefs-handlers.ts; pairing adds pair-handlers.ts the same way), and
+// (changes the daemon's state or its files). Every feature adds its own
+// routes, through its context (core/feature.ts: ctx.routes, or its `routes`
+// declaration, whose handlers load on the first call), and
 // localapi/server.ts looks a request up here and nowhere else. It lives in
-// core because every feature registers routes through its context
-// (core/feature.ts); localapi/handlers.ts re-exports it.
+// core because every feature's context carries it; localapi/handlers.ts
+// re-exports it.
 //
 // A path is literal segments and `{name}` parameters: `/v1/uploads/{id}`.
 
