@@ -1,5 +1,5 @@
 // The agent's record of its channels at the service: profile key -> channel
-// id, kept in the state dir (<state-dir>/channels.json, mode 0600; lib/json-store.ts).
+// id, kept with conf in the state dir (<state-dir>/channels.json, mode 0600).
 // Written only when the record changes, so a unit whose channels stay put
 // never writes to its SD card. A corrupt file stops the agent with a
 // configuration error rather than being reset: the record is what tells
@@ -8,8 +8,9 @@
 // Unlike the client id, a lost record costs nothing lasting (the channels
 // are found again by external_index), so the directory is not fsynced.
 import path from 'node:path';
-import { removeConfTemps, sweepOwnTemps } from '../lib/atomic-write.js';
-import { readJsonStore, writeJsonStore } from '../lib/json-store.js';
+import type Conf from 'conf';
+import { removeConfTemps } from '../lib/atomic-write.js';
+import { checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';
 import { AgentError, configError } from '../lib/errors.js';
 
 export const CHANNEL_MAP_STORE = 'channels';
@@ -24,7 +25,7 @@ interface Stored {
 }
 
 export class ChannelMapStore {
-  private swept = false;
+  private conf: Conf<Stored> | undefined;
 
   constructor(
     private readonly stateDir: string,
@@ -36,42 +37,47 @@ export class ChannelMapStore {
     return path.join(this.stateDir, `${CHANNEL_MAP_STORE}.json`);
   }
 
-  /** The record; empty when none was ever written. Read from the file each time (another command may have written it). */
+  /** The record; empty when none was ever written. */
   async load(): Promise<ChannelMap> {
-    return this.parse(this.read().channels);
+    const store = await this.open();
+    return this.guard('read', () => this.parse(store.get('channels')));
   }
 
   /** Writes `map` unless the file already holds it; true when it wrote. */
   async save(map: ChannelMap): Promise<boolean> {
-    const stored = this.read();
-    const before = this.parse(stored.channels);
-    if (sameMap(before, map)) return false;
-    const sorted: ChannelMap = {};
-    for (const key of Object.keys(map).sort()) sorted[key] = map[key]!;
-    try {
-      await writeJsonStore(this.file, { ...stored, channels: sorted });
-    } catch (err) {
-      throw this.refusal('write', err);
-    }
-    return true;
+    const store = await this.open();
+    return this.guard('write', () => {
+      const before = this.parse(store.get('channels'));
+      if (sameMap(before, map)) return false;
+      const sorted: ChannelMap = {};
+      for (const key of Object.keys(map).sort()) sorted[key] = map[key]!;
+      store.set('channels', sorted);
+      return true;
+    });
   }
 
-  private read(): Stored {
-    this.sweep();
-    try {
-      return readJsonStore(this.file, 'channel record') ?? {};
-    } catch (err) {
-      throw this.refusal('read', err);
-    }
-  }
-
-  /** This store owns its files: the temps a kill left behind (conf's, an older agent's, and its own) go as it first opens. */
-  private sweep(): void {
-    if (this.swept) return;
-    this.swept = true;
-    const olderThanMs = this.opts.soleWriter === true ? 0 : OTHERS_TEMP_AGE_MS;
-    const swept = [...removeConfTemps(this.stateDir, path.basename(this.file), olderThanMs), ...sweepOwnTemps(this.stateDir, { prefix: path.basename(this.file), ...(olderThanMs > 0 && { olderThanMs }) })];
+  private async open(): Promise<Conf<Stored>> {
+    if (this.conf) return this.conf;
+    // conf is loaded only here: commands that never touch channels never pay for it.
+    const { default: ConfClass } = await import('conf');
+    // conf reads its file whole with a blocking read: a FIFO there would wedge
+    // the daemon, a huge file fill memory. Look before it does.
+    checkRegularFileSync(this.file, { what: 'channel record', maxBytes: READ_LIMITS.small });
+    // This store owns its files: conf's temps a kill left behind go as it opens.
+    const swept = removeConfTemps(this.stateDir, path.basename(this.file), this.opts.soleWriter === true ? 0 : OTHERS_TEMP_AGE_MS);
     if (swept.length > 0) this.opts.onSwept?.(swept);
+    this.conf = this.guard('read', () => {
+      return new ConfClass<Stored>({
+        cwd: this.stateDir,
+        configName: CHANNEL_MAP_STORE,
+        configFileMode: 0o600,
+        projectName: 'c2c-agent',
+        clearInvalidConfig: false,
+        // Keys are profile keys, never paths into the object.
+        accessPropertiesByDotNotation: false,
+      });
+    });
+    return this.conf;
   }
 
   private parse(value: unknown): ChannelMap {
@@ -87,11 +93,15 @@ export class ChannelMapStore {
     return out;
   }
 
-  private refusal(verb: 'read' | 'write', err: unknown): unknown {
-    if (err instanceof AgentError) return err;
-    const code = (err as NodeJS.ErrnoException).code;
-    const reason = code ?? (err as Error).message.replace(/\s+/g, ' ');
-    return configError(`cannot ${verb} the channel record ${this.file} (${reason}); fix or remove it`, this.file);
+  private guard<T>(verb: 'read' | 'write', fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof AgentError) throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      const reason = code ?? (err as Error).message.replace(/\s+/g, ' ');
+      throw configError(`cannot ${verb} the channel record ${this.file} (${reason}); fix or remove it`, this.file);
+    }
   }
 }
 
