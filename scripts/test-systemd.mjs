@@ -147,10 +147,14 @@ try {
   const before = machine.show(UNIT, ['MainPID', 'NRestarts']);
   const tStop = Date.now();
   machine.sh(`kill -STOP ${before.MainPID}`);
-  const back = await waitFor('restart', () => {
-    const s = machine.show(UNIT, ['MainPID', 'NRestarts', 'ActiveState']);
-    return s.ActiveState === 'active' && s.MainPID !== before.MainPID && s.MainPID !== '0' ? s : undefined;
-  }, (TEST_WATCHDOG_SEC + 10 + 30) * 1000);
+  // Waited for inside the container (one exec for the whole wait), then read once.
+  const restartWaitMs = (TEST_WATCHDOG_SEC + 10 + 30) * 1000;
+  const restarted = machine.waitInside(
+    `[ "$(systemctl show ${UNIT} -p ActiveState --value)" = active ] && pid=$(systemctl show ${UNIT} -p MainPID --value) && [ "$pid" != 0 ] && [ "$pid" != ${Number(before.MainPID)} ]`,
+    restartWaitMs,
+  );
+  const after = machine.show(UNIT, ['MainPID', 'NRestarts', 'ActiveState']);
+  const back = { value: restarted && after.ActiveState === 'active' && after.MainPID !== before.MainPID && after.MainPID !== '0' ? after : undefined, ms: Date.now() - tStop };
   const wdLog = machine.sh(`journalctl -u ${UNIT} -o cat | grep -m1 -i 'watchdog timeout'`).stdout.trim();
   const killLog = machine.sh(`journalctl -u ${UNIT} -o cat | grep -i 'killing process\\|timed out'`).stdout.trim().split('\n').join('; ');
   // A stopped process keeps systemd's SIGABRT pending, so it goes only with
@@ -161,10 +165,10 @@ try {
     : `no restart within ${secs(back.ms)}; journal: ${wdLog || 'no watchdog line'}`);
 
   // 7b. Secrets at rest: after pairing and refreshes (and the restart above), the state dir holds the envelope and no token.
-  const refreshed = await waitFor('two refreshes', () => {
-    const n = Number(machine.sh(`journalctl -u ${UNIT} -o cat | grep -c '"access token refreshed"'`).stdout.trim());
-    return n >= 2 ? n : undefined;
-  }, 60_000);
+  const refreshCount = () => Number(machine.sh(`journalctl -u ${UNIT} -o cat | grep -c '"access token refreshed"'`).stdout.trim());
+  machine.waitInside(`[ "$(journalctl -u ${UNIT} -o cat | grep -c '"access token refreshed"')" -ge 2 ]`, 60_000);
+  const refreshes = refreshCount();
+  const refreshed = { value: refreshes >= 2 ? refreshes : undefined };
   const clearFiles = machine.sh(`grep -rlaE '${TOKEN_IN_CLEAR}' /var/lib/c2c-agent`).stdout.trim();
   const sealed = machine.sh('head -c 48 /var/lib/c2c-agent/credentials.json').stdout;
   check('no token in clear', refreshed.value !== undefined && clearFiles === '' && sealed.startsWith('{"format":"c2c-agent-credentials-encrypted"'),
