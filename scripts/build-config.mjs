@@ -60,8 +60,8 @@ export function agentOptions(outfile) {
 }
 
 /**
- * esbuild options of the daemon's own file (agent/daemon/entry.ts, what the
- * unit's ExecStart runs): CommonJS, so Node loads no ES module loader; the
+ * esbuild options of the daemon's own file (agent/daemon/entry.ts,
+ * dist/c2c-agentd-main.cjs, which the unit's ExecStart loads through boot.ts): CommonJS, so Node loads no ES module loader; the
  * daemon's idle code plain, the features' lazily loaded code in packs
  * (DAEMON_COLD_CODE), the dependencies only some features use compressed as
  * in the agent bundle. `plugins` go first (the bench's builds without one feature).
@@ -81,4 +81,13 @@ export function daemonOptions(outfile, { plugins = [] } = {}) {
     plugins: [...plugins, unusedDependencyStubs, coldDependencies(root)],
   };
   return { ...base, plugins: [coldAgentCode(root, base, { coldCode: DAEMON_COLD_CODE, sharedBy: 2 }), ...base.plugins] };
+}
+
+/**
+ * esbuild options of the file the unit's ExecStart runs (dist/c2c-agentd.cjs,
+ * agent/daemon/boot.ts): a few lines that load the daemon's own file beside it
+ * through V8's code cache. CommonJS, nothing bundled but its own two modules.
+ */
+export function daemonLoaderOptions(outfile) {
+  return { ...commonOptions, entryPoints: [path.join(root, 'agent/daemon/boot.ts')], outfile, format: 'cjs', banner: {}, minify: true };
 }

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // Bundles the agent into one self-contained ESM file (dist/c2c-agent.mjs), the
-// daemon into one CommonJS file (dist/c2c-agentd.cjs, what the unit runs), and
+// daemon into one CommonJS file (dist/c2c-agentd-main.cjs) and its loader
+// (dist/c2c-agentd.cjs, what the unit runs), and
 // the fake cloud into dist/fake-cloud.mjs. The shipped firmware profiles are
 // embedded in the agent bundle, so the single file works with no checkout.
 import { build } from 'esbuild';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentOptions, builtinProfiles, commonOptions, daemonOptions, root } from './build-config.mjs';
+import { agentOptions, builtinProfiles, commonOptions, daemonLoaderOptions, daemonOptions, root } from './build-config.mjs';
 
 const quiet = process.argv.includes('--quiet');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -15,8 +16,10 @@ const common = { ...commonOptions, logLevel: quiet ? 'warning' : 'info' };
 
 const entries = [
   agentOptions(path.join(root, 'dist/c2c-agent.mjs')),
-  // The daemon as systemd runs it (ExecStart): CommonJS, its idle code plain (build-config.mjs).
-  daemonOptions(path.join(root, 'dist/c2c-agentd.cjs')),
+  // The daemon as systemd runs it (ExecStart): a small loader (agent/daemon/boot.ts) and the
+  // daemon's own file it loads through V8's code cache, CommonJS, its idle code plain (build-config.mjs).
+  daemonLoaderOptions(path.join(root, 'dist/c2c-agentd.cjs')),
+  daemonOptions(path.join(root, 'dist/c2c-agentd-main.cjs')),
   {
     entryPoints: [path.join(root, 'test/fake-cloud/main.ts')],
     outfile: path.join(root, 'dist/fake-cloud.mjs'),

@@ -1,7 +1,6 @@
 // `c2c-agent run`: the daemon in the foreground, as systemd runs it
 // (Type=notify). The daemon's wiring lives in agent/daemon/main.ts.
 import type { SettingKey } from '../config/setting-table.js';
-import v8 from 'node:v8';
 import { loadSettings } from '../config/settings.js';
 import type { Settings } from '../config/types.js';
 import { tokenKeyOf } from '../auth/credentials-systemd.js';
@@ -38,16 +37,6 @@ export function checkDaemonPaths(settings: Settings): void {
 }
 
 export async function run(ctx: CommandContext): Promise<number> {
-  // No TurboFan in the daemon: its code runs a few times a minute, never hot
-  // enough to repay an optimizing compile, yet once the heartbeat path has run
-  // some thousand times (hours on a camera, seconds at --time-scale 600) the
-  // compiler's own pages and its output stay mapped: 4-5 MiB of RSS
-  // (`npm run bench`). Nor Sparkplug, the baseline compiler, for the same
-  // reason: its code and the compiler's pages cost an idle daemon 1 MiB
-  // (docs/benchmarks.md); the interpreter runs a heartbeat in a few ms.
-  // Both flags are read when V8 decides to compile, so setting them here works.
-  v8.setFlagsFromString('--no-opt');
-  v8.setFlagsFromString('--no-sparkplug');
   const settings = loadSettings(ctx.settingsOptions, ctx.env);
   checkDaemonPaths(settings);
   // A token-key shorter than 32 bytes is exit 78 now, not a daemon that cannot store what it is granted.

@@ -18,6 +18,8 @@ import { crashHandler, ignoreSignals } from './process-guards.js';
 import { createSystemdNotifier } from './systemd/notify.js';
 import { buildDaemon } from './daemon.js';
 import { readBootId } from '../outbox/outbox.js';
+import { keepCodeCacheWhenUp } from './code-cache.js';
+import { useDaemonV8Flags } from './v8-flags.js';
 
 /** A stop must be over within 5 s (TimeoutStopSec is 10 s): leave room to spare. */
 const HARD_EXIT_MS = 4_500;
@@ -50,6 +52,8 @@ async function takeStateLock(settings: Settings, me: StateLockHolder, clock: Sys
 
 /** Runs the daemon until SIGTERM or SIGINT; resolves with the exit code. */
 export async function runDaemon(settings: Settings, agentVersion: string): Promise<number> {
+  // The daemon's V8 flags (v8-flags.ts): the unit gives them to node; set here when it did not, before anything is hot.
+  useDaemonV8Flags();
   // SIGHUP (systemctl reload: ExecReload sends it) re-reads the credentials.
   // Its default action ends the process, so one that comes before the units
   // run is taken and dropped: the start-up reads the credentials anyway.
@@ -94,6 +98,8 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
     ...(procStart !== undefined && { procStart }),
   });
   const { controller } = daemon;
+  // Once up: V8's code cache of the daemon written, when its loader found none (code-cache.ts).
+  const cancelCodeCache = keepCodeCacheWhenUp(clock, logger);
   // Timers come and go with the state; this keeps the loop alive between them until a signal.
   const keepAlive = setInterval(() => {}, 3_600_000);
 
@@ -110,6 +116,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
         process.exit(0);
       }, HARD_EXIT_MS);
       void (async () => {
+        cancelCodeCache();
         await daemon.stop();
         lock.release();
         clearInterval(keepAlive);

@@ -9,6 +9,7 @@
 // PUTs themselves cost a hundred times that (`npm run bench:upload` prints
 // both figures).
 import v8 from 'node:v8';
+import { builtin } from './builtin.js';
 
 export const HEAP_TRIM_EVERY_BYTES = 64 * 1024 * 1024;
 
@@ -49,7 +50,7 @@ let gc: (() => void) | undefined;
  */
 export async function garbageCollector(): Promise<() => void> {
   if (gc === undefined) {
-    const { default: vm } = await import('node:vm');
+    const vm = builtin<typeof import('node:vm')>('node:vm');
     v8.setFlagsFromString('--expose-gc');
     try {
       gc = vm.runInNewContext('gc') as () => void;

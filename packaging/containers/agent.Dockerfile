@@ -8,6 +8,7 @@ FROM ${BASE}
 
 COPY dist/c2c-agent.mjs /opt/c2c-agent/dist/c2c-agent.mjs
 COPY dist/c2c-agentd.cjs /opt/c2c-agent/dist/c2c-agentd.cjs
+COPY dist/c2c-agentd-main.cjs /opt/c2c-agent/dist/c2c-agentd-main.cjs
 COPY firmware-profiles/ /opt/c2c-agent/firmware-profiles/
 COPY packaging/c2c-agent.sh /usr/local/bin/c2c-agent
 COPY packaging/config.json /etc/c2c-agent/config.json

@@ -14,7 +14,7 @@
 import http from 'node:http';
 import { mkdirSync, readFileSync, writeFileSync, utimesSync } from 'node:fs';
 import path from 'node:path';
-import { caEnv, daemonBundle, fakeCloud, killAll, launch, rssKiB, sleep, tmp, waitHeartbeats } from './procs.mjs';
+import { caEnv, daemonBundle, daemonNodeArgs, fakeCloud, killAll, launch, rssKiB, sleep, tmp, waitHeartbeats } from './procs.mjs';
 import { fmt, row, signed } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
 import { daemonOptions, root } from '../build-config.mjs';
@@ -77,7 +77,7 @@ function daemon(file, cloud, name, i, env, unit) {
   mkdirSync(media, { recursive: true });
   writeFileSync(path.join(dir, 'config.json'), '{}\n');
   const child = launch(
-    [file, 'run', '--api-url', cloud.url, '--time-scale', String(SCALE), '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
+    [...daemonNodeArgs, file, 'run', '--api-url', cloud.url, '--time-scale', String(SCALE), '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
     { C2C_TOKEN: cloud.devices[i].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), C2C_MEDIA_DIR: media, C2C_MEDIA_SETTLE_SECONDS: '1', ...caEnv(cloud), ...unit, ...env },
   );
   child.stdout.resume();

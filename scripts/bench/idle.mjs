@@ -42,7 +42,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { agent, bareNode, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
+import { agent, bareNode, codeCacheDir, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
 import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
 
@@ -152,10 +152,12 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   writeFileSync(probe, GC_PROBE);
   writeFileSync(gcOut, '');
 
-  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 7), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
+  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 8), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
   // As the unit runs it: its node flags for every agent and for the bare baseline.
-  const unit = unitEnvironment(root);
-  const bare = bareNode(unit);
+  const unitEnv = unitEnvironment(root);
+  const bare = bareNode(unitEnv);
+  // And its cache directory (CacheDirectory=) with the code cache a first start wrote, as on a camera from then on.
+  const unit = { ...unitEnv, CACHE_DIRECTORY: await codeCacheDir(fast, scale, 7, unitEnv) };
   const launchedAt = Date.now();
   // As under systemd (STATUS= lines on every state change), no watchdog.
   const aFast = agent(fast, scale, 'fast', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });

@@ -11,15 +11,19 @@ import { fileURLToPath } from 'node:url';
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const bundle = path.join(root, 'dist/c2c-agent.mjs');
 /**
- * The file the unit's ExecStart runs for the daemon (dist/c2c-agentd.cjs): the
+ * How the unit's ExecStart runs the daemon: node's options (the daemon's V8
+ * flags, agent/daemon/v8-flags.ts) and the file (dist/c2c-agentd.cjs). The
  * agents here run it as systemd does, taken from the unit so the two never differ.
  */
-export const daemonBundle = (() => {
+const execStart = (() => {
   const unit = readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8');
-  const m = /^ExecStart=\S+ \/opt\/c2c-agent\/(\S+) run$/m.exec(unit);
-  if (m === null) throw new Error('bench: the unit\'s ExecStart is not `node /opt/c2c-agent/<file> run`');
-  return path.join(root, m[1]);
+  const m = /^ExecStart=\S+ ((?:--\S+ )*)\/opt\/c2c-agent\/(\S+) run$/m.exec(unit);
+  if (m === null) throw new Error('bench: the unit\'s ExecStart is not `node [--flag...] /opt/c2c-agent/<file> run`');
+  return { nodeArgs: m[1].trim().split(' ').filter(Boolean), file: path.join(root, m[2]) };
 })();
+export const daemonBundle = execStart.file;
+/** The unit's node options for the daemon, before the file. */
+export const daemonNodeArgs = execStart.nodeArgs;
 export const HZ = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -106,12 +110,35 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
   // Logs go to a pipe we drain and drop: the cost of pino writing JSON is
   // part of the agent's cost, the terminal's is not.
   const child = launch(
-    [...nodeArgs, daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
+    [...daemonNodeArgs, ...nodeArgs, daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
       '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
     { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...caEnv(cloud, trust), ...env },
   );
   child.stdout.resume();
   return child;
+}
+
+/**
+ * A cache directory holding the daemon's code cache, as a camera's holds it
+ * from its first start on (the unit's CacheDirectory=, agent/daemon/boot.ts):
+ * one daemon runs until it has written it (a minute of agent time in, its
+ * warm-up) and is stopped. `env`: the unit's environment, which the cache's
+ * V8 flags must match.
+ */
+export async function codeCacheDir(cloud, scale, deviceIndex, env = {}) {
+  const dir = path.join(tmp, 'code-cache');
+  mkdirSync(dir, { recursive: true });
+  const child = agent(cloud, scale, 'code-cache-writer', { deviceIndex, env: { ...env, CACHE_DIRECTORY: dir } });
+  const deadline = Date.now() + 30_000;
+  try {
+    while (!readdirSync(dir).some((f) => f.endsWith('.v8cache'))) {
+      if (Date.now() > deadline) throw new Error('bench: no code cache written within 30 s');
+      await sleep(50);
+    }
+  } finally {
+    end(child);
+  }
+  return dir;
 }
 
 // A stand-in for PID 1's notify socket (scripts/lib/notify-listener.py): counts datagrams.

@@ -172,6 +172,8 @@ export interface AgentOptions {
   dirs: AgentDirs;
   timeScale: number;
   env?: Record<string, string>;
+  /** node's own options before the file, as the unit's ExecStart gives them (--no-opt --no-sparkplug). */
+  nodeArgs?: string[];
 }
 
 export interface AgentProcess {
@@ -187,7 +189,7 @@ const live = new Set<ChildProcess>();
 export function startAgent(o: AgentOptions): AgentProcess {
   const child = spawn(
     process.execPath,
-    [DAEMON_BUNDLE, 'run', '--api-url', o.apiUrl, '--time-scale', String(o.timeScale), '--state-dir', o.dirs.stateDir, '--runtime-dir', o.dirs.runtimeDir],
+    [...(o.nodeArgs ?? []), DAEMON_BUNDLE, 'run', '--api-url', o.apiUrl, '--time-scale', String(o.timeScale), '--state-dir', o.dirs.stateDir, '--runtime-dir', o.dirs.runtimeDir],
     { env: cleanEnv({ ...(o.token !== undefined && { C2C_TOKEN: o.token }), C2C_CONFIG: join(o.dirs.root, 'config.json'), ...o.env }), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   live.add(child);

@@ -95,6 +95,7 @@ describe('the Debian package', () => {
     expect(lines.every((l) => l.includes(' root/root '))).toBe(true);
     expect(lines.some((l) => l.endsWith('./opt/c2c-agent/dist/c2c-agent.mjs'))).toBe(true);
     expect(lines.some((l) => l.endsWith('./opt/c2c-agent/dist/c2c-agentd.cjs'))).toBe(true);
+    expect(lines.some((l) => l.endsWith('./opt/c2c-agent/dist/c2c-agentd-main.cjs'))).toBe(true);
   });
 
   it('refuses to stage into a folder that holds anything', () => {

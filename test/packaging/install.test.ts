@@ -38,6 +38,7 @@ describe('install.sh into DESTDIR', () => {
       'etc/c2c-agent/config.json',
       'etc/systemd/system/c2c-agent.service',
       'opt/c2c-agent/dist/c2c-agent.mjs',
+      'opt/c2c-agent/dist/c2c-agentd-main.cjs',
       'opt/c2c-agent/dist/c2c-agentd.cjs',
       ...PROFILES.map((p) => `opt/c2c-agent/firmware-profiles/${p}`),
       'usr/lib/sysusers.d/c2c-agent.conf',
@@ -47,6 +48,7 @@ describe('install.sh into DESTDIR', () => {
     expect(mode('usr/local/bin/c2c-agent')).toBe('755');
     expect(mode('opt/c2c-agent/dist/c2c-agent.mjs')).toBe('644');
     expect(mode('opt/c2c-agent/dist/c2c-agentd.cjs')).toBe('644');
+    expect(mode('opt/c2c-agent/dist/c2c-agentd-main.cjs')).toBe('644');
     expect(mode('etc/c2c-agent/config.json')).toBe('644');
     expect(readFileSync(join(dest, 'etc/systemd/system/c2c-agent.service'), 'utf8')).toBe(readFileSync('systemd/c2c-agent.service', 'utf8'));
     expect(JSON.parse(readFileSync(join(dest, 'etc/c2c-agent/config.json'), 'utf8'))).toEqual({});

@@ -9,7 +9,8 @@ export function standInDist(dir: string): string {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'c2c-agent.mjs'), "process.stdout.write('usage: c2c-agent <command> [options]\\n  c2c-agent run   the daemon\\n');\n");
   // The daemon's own file, what the unit's ExecStart runs.
-  writeFileSync(join(dir, 'c2c-agentd.cjs'), "process.stdout.write('usage: c2c-agent run\\n');\n");
+  writeFileSync(join(dir, 'c2c-agentd.cjs'), "require('./c2c-agentd-main.cjs');\n");
+  writeFileSync(join(dir, 'c2c-agentd-main.cjs'), "process.stdout.write('usage: c2c-agent run\\n');\n");
   return dir;
 }
 

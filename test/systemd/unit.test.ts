@@ -3,6 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { DAEMON_V8_FLAGS } from '../../agent/daemon/v8-flags.js';
 
 const UNIT = resolve('systemd/c2c-agent.service');
 const ANALYZE = '/usr/bin/systemd-analyze';
@@ -64,7 +65,10 @@ describe('systemd/c2c-agent.service', () => {
     const one = (k: string): string | undefined => d.get(k)?.at(-1);
     expect(one('Type')).toBe('notify');
     expect(one('NotifyAccess')).toBe('all');
-    expect(one('ExecStart')).toBe('/usr/bin/node /opt/c2c-agent/dist/c2c-agentd.cjs run');
+    // The daemon's V8 flags on node's command line (agent/daemon/v8-flags.ts), its code cache in CacheDirectory= (boot.ts).
+    expect(one('ExecStart')).toBe(`/usr/bin/node ${DAEMON_V8_FLAGS.join(' ')} /opt/c2c-agent/dist/c2c-agentd.cjs run`);
+    expect(one('CacheDirectory')).toBe('c2c-agent');
+    expect(one('CacheDirectoryMode')).toBe('0700');
     expect(one('ExecReload')).toBe('/bin/kill -HUP $MAINPID');
     expect(one('RestartPreventExitStatus')).toBe('78');
     expect(one('StateDirectory')).toBe('c2c-agent');
@@ -118,6 +122,7 @@ describe('scripts/install.sh', () => {
     mkdirSync(fakeDist, { recursive: true });
     copyFileSync(resolve('package.json'), join(fakeDist, 'c2c-agent.mjs'));
     copyFileSync(resolve('package.json'), join(fakeDist, 'c2c-agentd.cjs'));
+    copyFileSync(resolve('package.json'), join(fakeDist, 'c2c-agentd-main.cjs'));
     for (let i = 0; i < 2; i++) {
       const r = spawnSync('sh', ['scripts/install.sh'], { encoding: 'utf8', env: { ...env, C2C_DIST_DIR: fakeDist } });
       expect(r.stderr).toBe('');

@@ -27,7 +27,7 @@
 // Calls are serialised (one child at a time, in order) and a burst of STATUS=
 // updates collapses to the newest text, so a chatty controller cannot fork a
 // storm on a Pi Zero.
-import { execFile } from 'node:child_process';
+import { builtin } from '../../lib/builtin.js';
 import { oneLine } from '../../lib/text.js';
 
 export interface SystemdNotifier {
@@ -50,14 +50,17 @@ export type NotifyExec = (args: readonly string[], env: NodeJS.ProcessEnv) => Pr
 // and a stuck child must not hold the queue forever.
 const CHILD_TIMEOUT_MS = 10_000;
 
-export const execSystemdNotify: NotifyExec = (args, env) =>
-  new Promise((resolve, reject) => {
+export const execSystemdNotify: NotifyExec = async (args, env) => {
+  // Loaded with the first message: a daemon that systemd does not supervise never loads it.
+  const { execFile } = builtin<typeof import('node:child_process')>('node:child_process');
+  return new Promise((resolve, reject) => {
     execFile('systemd-notify', [...args], { env, timeout: CHILD_TIMEOUT_MS, windowsHide: true }, (err, _stdout, stderr) => {
       if (err === null) return resolve();
       const detail = String(stderr).trim().split('\n')[0] ?? '';
       reject(new Error(`systemd-notify ${args.join(' ')} failed: ${detail || err.message}`));
     });
   });
+};
 
 /** Half of WATCHDOG_USEC in ms, if the watchdog is enabled for this process. */
 export function watchdogIntervalFrom(env: NodeJS.ProcessEnv, pid = process.pid): number | undefined {

@@ -1,0 +1,52 @@
+// Entry of dist/c2c-agentd.cjs, the file the unit's ExecStart runs. It loads
+// the daemon (dist/c2c-agentd-main.cjs, built from entry.ts) and, when systemd
+// gives the service a cache directory (CacheDirectory=, $CACHE_DIRECTORY),
+// through V8's code cache there: a start then deserializes the bytecode of
+// what the last start compiled instead of parsing and compiling the daemon's
+// 500 KB again (docs/benchmarks.md, "Start-up"). The daemon writes the cache
+// itself once it is up (code-cache.ts), as a whole file or not at all (temp,
+// fsync, rename). Without the directory, or when V8 refuses the file (its
+// own version, its flags, the source's length and the data's length are
+// checked), the daemon is compiled as any CommonJS file. V8 checks a
+// checksum too only when asked (--verify-snapshot-checksum), and asking
+// costs more than it saves: node:v8 alone is 8 to 12 ms of a start under the
+// unit's node options (v8-flags.ts).
+import { readFileSync, statSync } from 'node:fs';
+import Module, { createRequire } from 'node:module';
+import path from 'node:path';
+import { Script } from 'node:vm';
+import { CODE_CACHE_HOOK, codeCacheName, type CodeCacheFound, type CodeCacheHook } from './code-cache-hook.js';
+
+const MAIN = path.join(__dirname, 'c2c-agentd-main.cjs');
+
+function loadThroughCache(main: string, dir: string): void {
+  const source = readFileSync(main, 'utf8');
+  const file = path.join(dir, codeCacheName(statSync(main)));
+  let cachedData: Buffer | undefined;
+  let found: CodeCacheFound = 'none';
+  let error: string | undefined;
+  try {
+    cachedData = readFileSync(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') {
+      found = 'unreadable';
+      error = code ?? String(err);
+    }
+  }
+  // The wrapper CommonJS gives a file, so the daemon's code runs as it would from require().
+  const wrapped = `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
+  // No import() in the daemon's code: node 20 answers it here only behind --experimental-vm-modules (lib/builtin.ts).
+  const script = new Script(wrapped, { filename: main, ...(cachedData !== undefined && { cachedData }) });
+  if (cachedData !== undefined) found = script.cachedDataRejected === true ? 'rejected' : 'accepted';
+  const hook: CodeCacheHook = { dir, file, found, ...(error !== undefined && { error }), produce: () => script.createCachedData() };
+  (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] = hook;
+  const mod = new Module(main);
+  mod.filename = main;
+  (script.runInThisContext() as (...args: unknown[]) => void)(mod.exports, createRequire(main), mod, main, path.dirname(main));
+}
+
+// systemd's variable may list several directories (CacheDirectory= with several names): the first is ours.
+const cacheDir = (process.env.CACHE_DIRECTORY ?? '').split(':')[0];
+if (cacheDir === undefined || cacheDir === '') require(MAIN);
+else loadThroughCache(MAIN, cacheDir);

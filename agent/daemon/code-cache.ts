@@ -1,0 +1,61 @@
+// V8's code cache of the daemon (boot.ts reads it, this file writes it):
+// written once the daemon is up, WARM_AFTER_MS after its start, when a camera
+// with a network has long had its first heartbeat answered (and one without
+// is up all the same), so the cache holds the start and the first heartbeat.
+// Only when the loader found none it could use: once per install or upgrade.
+// A daemon that dies young (a crash loop) writes nothing.
+import { readdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { writeFileAtomic } from '../lib/atomic-write.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../lib/logger.js';
+import { CODE_CACHE_SUFFIX, codeCacheHook, type CodeCacheHook } from './code-cache-hook.js';
+import { DAEMON_V8_FLAGS } from './v8-flags.js';
+
+/** Agent ms after the start at which the daemon counts as up and writes the cache. */
+export const WARM_AFTER_MS = 60_000;
+
+/** Arms the write; the returned function cancels it (a stop before it ran). Nothing to do without the loader's hook. */
+export function keepCodeCacheWhenUp(clock: Clock, logger: Logger): () => void {
+  const hook = codeCacheHook();
+  if (hook === undefined) return () => undefined;
+  // Flags set after the daemon's code was compiled (run.ts) would make V8 refuse at every start what it wrote at the one before.
+  if (!DAEMON_V8_FLAGS.every((f) => process.execArgv.includes(f))) {
+    logger.debug({ flags: DAEMON_V8_FLAGS }, 'no code cache: node was not started with the daemon\'s V8 flags (the unit gives them)');
+    return () => undefined;
+  }
+  const timer = clock.setTimer(() => void keepCodeCache(hook, logger), WARM_AFTER_MS);
+  return () => timer.cancel();
+}
+
+/** Writes the code cache when the loader had none it could use; a failure is logged, the daemon runs on. */
+export async function keepCodeCache(hook: CodeCacheHook, logger: Logger): Promise<void> {
+  const name = path.basename(hook.file);
+  switch (hook.found) {
+    case 'accepted':
+      logger.debug({ file: hook.file }, 'started from the code cache');
+      return;
+    case 'unreadable':
+      logger.warn({ file: hook.file, error: hook.error }, `cannot read the code cache ${hook.file} (${hook.error ?? 'error'}); starts compile the daemon in full`);
+      return;
+    case 'rejected':
+      // Refused by V8 under the very name this daemon would write: a damaged file. Gone, the next start makes it again.
+      logger.warn({ file: hook.file }, `V8 refused the code cache ${hook.file} (damaged?); removed, the next start writes it again`);
+      await rm(hook.file, { force: true }).catch(() => undefined);
+      return;
+    case 'none':
+      break;
+  }
+  try {
+    const data = hook.produce();
+    await writeFileAtomic(hook.file, data, { mode: 0o600 });
+    // An older agent's or node's caches: never read again.
+    for (const other of await readdir(hook.dir)) {
+      if (other.endsWith(CODE_CACHE_SUFFIX) && other !== name) await rm(path.join(hook.dir, other), { force: true });
+    }
+    logger.info({ file: hook.file, bytes: data.length }, `wrote the code cache ${hook.file}: later starts compile less`);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    logger.warn({ file: hook.file, error: code }, `cannot write the code cache ${hook.file} (${code}); starts compile the daemon in full`);
+  }
+}

@@ -1,0 +1,172 @@
+// The daemon's file as the unit runs it (`node --no-opt --no-sparkplug
+// dist/c2c-agentd.cjs run`, CacheDirectory=): its loader (agent/daemon/boot.ts)
+// compiles the daemon through V8's code cache, which the daemon writes once
+// it is up (agent/daemon/code-cache.ts). A process suite: what is checked is
+// the built loader and V8's answer to a file on disk, which only a real node
+// start shows. It judges outcomes (a file written or not, a log line, a
+// heartbeat), never a time.
+import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { brotliDecompressSync } from 'node:zlib';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type FakeCloud } from '../fake-cloud/index.js';
+import { DAEMON_V8_FLAGS } from '../../agent/daemon/v8-flags.js';
+import { CODE_CACHE_SUFFIX } from '../../agent/daemon/code-cache-hook.js';
+import { ROOT, ensureBuilt, killAll, makeDirs, removeDirs, startAgent, startTestCloud, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
+
+// The cache is written a minute of agent time after a start: 0.1 s at this scale.
+const SCALE = 600;
+const STEP_MS = 20_000;
+const NODE_ARGS = [...DAEMON_V8_FLAGS];
+
+let cloud: FakeCloud;
+let nextDevice = 0;
+const cleanup: string[] = [];
+const allDirs: AgentDirs[] = [];
+
+beforeAll(async () => {
+  await ensureBuilt();
+  cloud = await startTestCloud({ timeScale: SCALE, devices: 8 });
+}, 120_000);
+afterEach(killAll);
+afterAll(async () => {
+  await killAll();
+  await cloud?.close();
+  for (const d of allDirs) removeDirs(d);
+  for (const d of cleanup) rmSync(d, { recursive: true, force: true });
+});
+
+function cacheDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'c2c-code-cache-'));
+  cleanup.push(dir);
+  return dir;
+}
+
+const cacheFiles = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith(CODE_CACHE_SUFFIX));
+
+/** The daemon as the unit runs it, on a device of its own, logging at debug. */
+function launch(env: Record<string, string>, nodeArgs = NODE_ARGS): { agent: AgentProcess; deviceId: string } {
+  const dirs = makeDirs();
+  allDirs.push(dirs);
+  const device = cloud.devices[nextDevice++]!;
+  const agent = startAgent({ apiUrl: cloud.url, token: device.accessToken, dirs, timeScale: SCALE, nodeArgs, env: { C2C_LOG_LEVEL: 'debug', ...env } });
+  return { agent, deviceId: device.id };
+}
+
+const heartbeats = (deviceId: string): number => cloud.journal.filter((e) => e.deviceId === deviceId && e.path === '/v2/devices/heartbeat' && e.status >= 200 && e.status < 300).length;
+
+async function logged(agent: AgentProcess, text: string): Promise<void> {
+  await waitFor(`the log line "${text}"`, () => agent.output().includes(text) || agent.child.exitCode !== null, STEP_MS).catch(() => undefined);
+  if (!agent.output().includes(text)) throw new Error(`no "${text}" in the agent's output:\n${agent.output()}`);
+}
+
+async function stop(agent: AgentProcess): Promise<void> {
+  agent.child.kill('SIGTERM');
+  expect(await agent.exited).toEqual({ code: 0, signal: null });
+}
+
+describe('the code cache', () => {
+  it('is written once, whole and private, by the first start, and read by the next, which writes nothing', async () => {
+    const dir = cacheDir();
+    const first = launch({ CACHE_DIRECTORY: dir });
+    await logged(first.agent, 'wrote the code cache');
+    await waitFor('a heartbeat', () => heartbeats(first.deviceId) > 0, STEP_MS);
+    await stop(first.agent);
+    const files = readdirSync(dir);
+    // One file, no temp left beside it, readable by the daemon's user only.
+    expect(files).toEqual(cacheFiles(dir));
+    expect(files).toHaveLength(1);
+    const file = join(dir, files[0]!);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(file).size).toBeGreaterThan(100_000);
+    const before = statSync(file);
+
+    const second = launch({ CACHE_DIRECTORY: dir });
+    await logged(second.agent, 'started from the code cache');
+    await waitFor('a heartbeat', () => heartbeats(second.deviceId) > 0, STEP_MS);
+    await stop(second.agent);
+    expect(second.agent.output()).not.toContain('wrote the code cache');
+    const after = statSync(file);
+    expect([after.ino, after.mtimeMs, after.size]).toEqual([before.ino, before.mtimeMs, before.size]);
+  }, 60_000);
+
+  it('that V8 refuses (a damaged file) is removed, the daemon runs on, and the next start writes it again', async () => {
+    const dir = cacheDir();
+    const first = launch({ CACHE_DIRECTORY: dir });
+    await logged(first.agent, 'wrote the code cache');
+    await stop(first.agent);
+    const file = join(dir, cacheFiles(dir)[0]!);
+    // The header's first bytes (V8's magic number): V8 checks them and refuses the file.
+    const data = readFileSync(file);
+    for (let i = 0; i < 4; i++) data[i] = data[i]! ^ 0xff;
+    writeFileSync(file, data);
+
+    const damaged = launch({ CACHE_DIRECTORY: dir });
+    await logged(damaged.agent, 'V8 refused the code cache');
+    await waitFor('a heartbeat', () => heartbeats(damaged.deviceId) > 0, STEP_MS);
+    await stop(damaged.agent);
+    expect(cacheFiles(dir)).toEqual([]);
+
+    const next = launch({ CACHE_DIRECTORY: dir });
+    await logged(next.agent, 'wrote the code cache');
+    await stop(next.agent);
+    expect(cacheFiles(dir)).toHaveLength(1);
+  }, 60_000);
+
+  it('in a directory the daemon cannot use costs one warning, and the daemon runs on', async () => {
+    // A regular file where the directory should be: the cache can be neither read nor written.
+    const notADir = join(cacheDir(), 'file');
+    writeFileSync(notADir, 'x');
+    const a = launch({ CACHE_DIRECTORY: notADir });
+    await logged(a.agent, 'cannot read the code cache');
+    await waitFor('a heartbeat', () => heartbeats(a.deviceId) > 0, STEP_MS);
+    await stop(a.agent);
+
+    // A directory it may not write to (root would write anyway: only as another user does the mode count).
+    if (process.getuid?.() !== 0) {
+      const ro = cacheDir();
+      chmodSync(ro, 0o500);
+      const b = launch({ CACHE_DIRECTORY: ro });
+      await logged(b.agent, 'cannot write the code cache');
+      await stop(b.agent);
+    }
+  }, 60_000);
+
+  it('is not written by a daemon node was not started with the daemon\'s V8 flags for (they would be set after its code compiled)', async () => {
+    const dir = cacheDir();
+    const a = launch({ CACHE_DIRECTORY: dir }, []);
+    await logged(a.agent, 'no code cache: node was not started with the daemon\'s V8 flags');
+    await waitFor('two heartbeats', () => heartbeats(a.deviceId) > 1, STEP_MS);
+    await stop(a.agent);
+    expect(readdirSync(dir)).toEqual([]);
+  }, 60_000);
+
+  it('without CACHE_DIRECTORY: the daemon runs as a plain CommonJS file and writes nothing anywhere', async () => {
+    const a = launch({});
+    await waitFor('two heartbeats', () => heartbeats(a.deviceId) > 1, STEP_MS);
+    await stop(a.agent);
+    expect(a.agent.output()).not.toMatch(/code cache/);
+  }, 60_000);
+});
+
+describe('the daemon file run through the loader', () => {
+  it('holds no import() of its own: node 20 answers it in a vm.Script only behind --experimental-vm-modules (lib/builtin.ts)', () => {
+    const main = readFileSync(join(ROOT, 'dist/c2c-agentd-main.cjs'), 'utf8');
+    const imports = (code: string): string[] => code.match(/\bimport\((?!\))/g) ?? [];
+    expect(imports(main)).toEqual([]);
+    // The features' packs (compressed CommonJS text, lib/cold-module.ts) run in the same script.
+    let packs = 0;
+    for (const m of main.matchAll(/"([A-Za-z0-9+/=]{200,})"/g)) {
+      let code: string;
+      try {
+        code = brotliDecompressSync(Buffer.from(m[1]!, 'base64')).toString('utf8');
+      } catch {
+        continue;
+      }
+      packs++;
+      expect(imports(code)).toEqual([]);
+    }
+    expect(packs).toBeGreaterThan(3);
+  });
+});
