@@ -1,12 +1,11 @@
-// ESM + TypeScript: esbuild strips the types (test/support/esbuild-transform.cjs; isolatedModules and
-// verbatimModuleSyntax make that the whole job); `npm run typecheck` owns type errors.
+// ESM + TypeScript: ts-jest transpiles only (isolatedModules); `npm run typecheck` owns type errors.
 export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
-  transform: { '^.+\\.ts$': '<rootDir>/test/support/esbuild-transform.cjs' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
   testTimeout: 30000,
   // Three. It was two while suites judged real-time windows: three workers ended npm test sooner, but
   // on the busier machine those failed in four of six CI runs (a fuzz case's heartbeat spacing, a
