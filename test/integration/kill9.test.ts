@@ -182,7 +182,9 @@ describe('kill -9 in the middle of a write', () => {
     const answered = (): number => c.journal.filter((e) => e.method === 'POST' && e.path === CONNECT_PATH && e.status === 200).length;
     let tries = 0;
     let leaked = 0;
-    while (tries < 40 && leaked < 2) {
+    // Until a real kill has left a temp behind (about one try in six; the planted one is there from
+    // the start): one is what the next start's sweep needs, each try is a daemon's start (issue 28).
+    while (tries < 40 && leaked < 1) {
       tries++;
       for (const ch of serviceChannels(rig)) {
         await cloudFetch(`${c.url}${CONNECT_PATH}/${ch.id}/disconnect`, { method: 'POST', headers: { authorization: `Bearer ${rig.device.accessToken}` } });

@@ -194,21 +194,15 @@ describe('pair --json', () => {
     expect(oneLine(d.stderr)).toContain('not a regular file');
   });
 
-  it('--json with a bad client secret file: exit 78, one stderr line, one JSON failure line', async () => {
+  // A failure before the flow starts (settings, the client secret, the client id) ends in the same
+  // {"event":"failed"} line as any other (the JSON Lines contract). One process for both facts.
+  it('--json with a bad client secret file: exit 78, one stderr line, one JSON line, an {"event":"failed"} line', async () => {
     const u = fx.unit();
     const loose = writeSecretFile(u.dirs, fx.cloud.clientSecret, 0o640, 'loose-secret');
     const r = await runCommand(['pair', '--json', ...settingsArgs({ ...u.s, secretFile: loose })], u.dirs);
     expect(r.code).toBe(78);
     expect(oneLine(r.stderr)).toContain(`chmod 600 ${loose}`);
-    expect(r.events).toEqual([expect.objectContaining({ ok: false, exitCode: 78, error: expect.objectContaining({ kind: 'config' }) })]);
-  });
-
-  // A failure before the flow starts (settings, the client secret, the client id) ends in the same failed line as any other.
-  it('--json with a bad client secret file ends in an {"event":"failed"} line (JSON Lines contract)', async () => {
-    const u = fx.unit();
-    const loose = writeSecretFile(u.dirs, fx.cloud.clientSecret, 0o640, 'loose-secret');
-    const r = await runCommand(['pair', '--json', ...settingsArgs({ ...u.s, secretFile: loose })], u.dirs);
-    expect(r.events.at(-1)?.event).toBe('failed');
+    expect(r.events).toEqual([expect.objectContaining({ event: 'failed', ok: false, exitCode: 78, error: expect.objectContaining({ kind: 'config' }) })]);
   });
 
   it('a code the service no longer knows is invalid_grant: exit 77, a failed event, nothing stored', async () => {
