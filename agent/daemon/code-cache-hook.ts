@@ -44,6 +44,10 @@ function fnv1a(text: string): string {
   return h.toString(16).padStart(8, '0');
 }
 
-export function codeCacheHook(): CodeCacheHook | undefined {
-  return (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] as CodeCacheHook | undefined;
+/** The loader's hook, taken once: the global lets go of it, so the loader's script is not kept for it after its one use. */
+export function takeCodeCacheHook(): CodeCacheHook | undefined {
+  const g = globalThis as Record<symbol, unknown>;
+  const hook = g[CODE_CACHE_HOOK] as CodeCacheHook | undefined;
+  delete g[CODE_CACHE_HOOK];
+  return hook;
 }

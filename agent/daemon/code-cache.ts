@@ -9,7 +9,7 @@ import path from 'node:path';
 import { writeFileAtomic } from '../lib/atomic-write.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
-import { CODE_CACHE_SUFFIX, codeCacheHook, type CodeCacheHook } from './code-cache-hook.js';
+import { CODE_CACHE_SUFFIX, takeCodeCacheHook, type CodeCacheHook } from './code-cache-hook.js';
 import { DAEMON_V8_FLAGS } from './v8-flags.js';
 
 /** Agent ms after the start at which the daemon counts as up and writes the cache. */
@@ -17,8 +17,13 @@ export const WARM_AFTER_MS = 60_000;
 
 /** Arms the write; the returned function cancels it (a stop before it ran). Nothing to do without the loader's hook. */
 export function keepCodeCacheWhenUp(clock: Clock, logger: Logger): () => void {
-  const hook = codeCacheHook();
+  const hook = takeCodeCacheHook();
   if (hook === undefined) return () => undefined;
+  // Only a cache to write waits for the daemon to be up; the rest is said now, and the hook let go.
+  if (hook.found !== 'none') {
+    void keepCodeCache(hook, logger);
+    return () => undefined;
+  }
   // Flags set after the daemon's code was compiled (run.ts) would make V8 refuse at every start what it wrote at the one before.
   if (!DAEMON_V8_FLAGS.every((f) => process.execArgv.includes(f))) {
     logger.debug({ flags: DAEMON_V8_FLAGS }, 'no code cache: node was not started with the daemon\'s V8 flags (the unit gives them)');
