@@ -1,22 +1,24 @@
 // V8's code cache of the daemon (boot.ts reads it, this file writes it):
-// written once the daemon is up, WARM_AFTER_MS after its start, when a camera
-// with a network has long had its first heartbeat answered (and one without
-// is up all the same), so the cache holds the start and the first heartbeat.
+// written once the daemon is up, when its first heartbeat has had an answer
+// (or WARM_AFTER_MS after the start, for a camera with no network or no
+// pairing), so the cache holds what a start runs up to its first heartbeat
+// and little else: what runs later compiles when it first runs, as before.
 // Only when the loader found none it could use: once per install or upgrade.
 // A daemon that dies young (a crash loop) writes nothing.
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { writeFileAtomic } from '../lib/atomic-write.js';
+import type { EventBus } from '../core/event-bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { CODE_CACHE_SUFFIX, takeCodeCacheHook, type CodeCacheHook } from './code-cache-hook.js';
 import { DAEMON_V8_FLAGS } from './v8-flags.js';
 
-/** Agent ms after the start at which the daemon counts as up and writes the cache. */
+/** Agent ms after the start at which a daemon with no heartbeat answered yet counts as up. */
 export const WARM_AFTER_MS = 60_000;
 
 /** Arms the write; the returned function cancels it (a stop before it ran). Nothing to do without the loader's hook. */
-export function keepCodeCacheWhenUp(clock: Clock, logger: Logger): () => void {
+export function keepCodeCacheWhenUp(bus: EventBus, clock: Clock, logger: Logger): () => void {
   const hook = takeCodeCacheHook();
   if (hook === undefined) return () => undefined;
   // Only a cache to write waits for the daemon to be up; the rest is said now, and the hook let go.
@@ -29,8 +31,20 @@ export function keepCodeCacheWhenUp(clock: Clock, logger: Logger): () => void {
     logger.debug({ flags: DAEMON_V8_FLAGS }, 'no code cache: node was not started with the daemon\'s V8 flags (the unit gives them)');
     return () => undefined;
   }
-  const timer = clock.setTimer(() => void keepCodeCache(hook, logger), WARM_AFTER_MS);
-  return () => timer.cancel();
+  const owner = {};
+  const stop = (): void => {
+    timer.cancel();
+    bus.removeListeners(owner);
+  };
+  const write = (): void => {
+    stop();
+    void keepCodeCache(hook, logger);
+  };
+  const timer = clock.setTimer(write, WARM_AFTER_MS);
+  bus.on('stateChanged', owner, ({ snapshot }) => {
+    if (snapshot.lastHeartbeat !== undefined) write();
+  });
+  return stop;
 }
 
 /** Writes the code cache when the loader had none it could use; a failure is logged, the daemon runs on. */

@@ -99,7 +99,7 @@ export async function runDaemon(settings: Settings, agentVersion: string): Promi
   });
   const { controller } = daemon;
   // Once up: V8's code cache of the daemon written, when its loader found none (code-cache.ts).
-  const cancelCodeCache = keepCodeCacheWhenUp(clock, logger);
+  const cancelCodeCache = keepCodeCacheWhenUp(daemon.bus, clock, logger);
   // Timers come and go with the state; this keeps the loop alive between them until a signal.
   const keepAlive = setInterval(() => {}, 3_600_000);
 

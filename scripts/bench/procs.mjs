@@ -121,8 +121,8 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
 /**
  * A cache directory holding the daemon's code cache, as a camera's holds it
  * from its first start on (the unit's CacheDirectory=, agent/daemon/boot.ts):
- * one daemon runs until it has written it (a minute of agent time in, its
- * warm-up) and is stopped. `env`: the unit's environment, which the cache's
+ * one daemon runs until it has written it (after its first heartbeat's
+ * answer) and is stopped. `env`: the unit's environment, which the cache's
  * V8 flags must match.
  */
 export async function codeCacheDir(cloud, scale, deviceIndex, env = {}) {
