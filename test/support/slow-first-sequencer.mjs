@@ -11,7 +11,7 @@ import Sequencer from '@jest/test-sequencer';
 
 /**
  * Seconds a suite took in the last measured run (those of 8 s and more): 2026-11-28, two jest
- * workers on a quiet 2-core machine with the esbuild transform, the process suites in one run and
+ * workers on a quiet 2-core machine, the process suites in one run and
  * the others in another (docs/testing.md, "Test time budget"). On three workers beside the
  * background steps each takes longer; the order is what counts.
  */
@@ -31,7 +31,7 @@ const MEASURED = {
   'integration/simulate-ending': 16,
   'integration/lifecycle': 16,
   'cli/file-system-errors': 15,
-  'outbox/outbox-model': 14,
+  'outbox/outbox-model': 16,
   'cli/check': 13,
   'integration/secrets-at-rest': 13,
   'cli/cli': 13,
@@ -40,7 +40,7 @@ const MEASURED = {
   'integration/state-dir': 10,
   'e2e/uploads-realtime': 9,
   'api/hostile-answers': 9,
-  'daemon/heartbeat-property': 9,
+  'daemon/heartbeat-property': 16,
   'integration/simulate': 9,
   'e2e/local-api-schema': 9,
   'fuzz/files': 8,
