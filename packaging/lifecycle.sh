@@ -8,6 +8,7 @@ C2C_USER=c2c-agent
 C2C_UNIT=c2c-agent.service
 C2C_STATE_DIR=/var/lib/c2c-agent
 C2C_RUNTIME_DIR=/run/c2c-agent
+C2C_CACHE_DIR=/var/cache/c2c-agent
 C2C_CONFIG_DIR=/etc/c2c-agent
 C2C_CONFIG_FILE=$C2C_CONFIG_DIR/config.json
 # The unit's encrypted credentials (its LoadCredentialEncrypted= lines):
@@ -84,7 +85,7 @@ c2c_setup_credentials() {
 # system user stays: files it owns elsewhere (a media dir) must not end up
 # owned by a recycled uid.
 c2c_purge_data() {
-  rm -rf "$C2C_STATE_DIR" "$C2C_RUNTIME_DIR" "$C2C_CONFIG_DIR"
+  rm -rf "$C2C_STATE_DIR" "$C2C_RUNTIME_DIR" "$C2C_CACHE_DIR" "$C2C_CONFIG_DIR"
   rm -f "$C2C_TOKEN_KEY_CRED" "$C2C_SECRET_CRED"
   rmdir "$C2C_CREDSTORE" 2>/dev/null || true
 }

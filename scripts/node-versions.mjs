@@ -4,15 +4,18 @@
 // node-linux-<arch>, installed once into a cache outside the repository.
 // Each runs --version, --help, profiles --json, check --json against the fake
 // cloud, and a short `run` until the fake cloud has its heartbeat and a
-// SIGTERM ends it with exit 0.
+// SIGTERM ends it with exit 0; then the daemon's own file as the unit runs it
+// (its ExecStart's node options, a cache directory): twice, the first start
+// writing V8's code cache, the second starting from it.
 //
 //   npm run test:node-versions [-- --only 22]
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
 import { parseArgs } from 'node:util';
+import { unitExecStart } from './lib/unit-exec-start.mjs';
 
 // Pinned, so a run is repeatable; raise them here.
 const PINNED = { 20: '20.20.2', 22: '22.23.3', 24: '24.21.0' };
@@ -106,6 +109,23 @@ async function smoke(bin, cloud, device, dir) {
   agent.kill('SIGTERM');
   const [code] = agent.exitCode === null ? await once(agent, 'exit') : [agent.exitCode];
   rows.push(['run', beats > 0 && code === 0, beats > 0 ? `heartbeat ${(beatMs / 1000).toFixed(1)} s after start, SIGTERM -> exit ${code}` : `no heartbeat in ${HEARTBEAT_WAIT_MS / 1000} s (exit ${code}) ${stderr.trim().split('\n').at(-1) ?? ''}`]);
+
+  // The daemon as the unit runs it, through its loader and V8's code cache (agent/daemon/boot.ts).
+  const { nodeArgs, file } = unitExecStart(root);
+  const cache = path.join(dir, 'cache');
+  mkdirSync(cache);
+  for (const [step, wanted] of [['daemon, first start', 'wrote the code cache'], ['daemon, from the code cache', 'started from the code cache']]) {
+    const d = spawn(bin, [...nodeArgs, file, 'run', '--time-scale', String(RUN_TIME_SCALE)], { env: { ...env, CACHE_DIRECTORY: cache, C2C_LOG_LEVEL: 'debug' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    d.stdout.on('data', (b) => (out += b));
+    d.stderr.on('data', (b) => (out += b));
+    const t1 = Date.now();
+    while (Date.now() - t1 < HEARTBEAT_WAIT_MS && d.exitCode === null && !out.includes(wanted)) await new Promise((r) => setTimeout(r, 100));
+    d.kill('SIGTERM');
+    const [dc] = d.exitCode === null ? await once(d, 'exit') : [d.exitCode];
+    const files = readdirSync(cache).filter((f) => f.endsWith('.v8cache'));
+    rows.push([step, out.includes(wanted) && dc === 0 && files.length === 1, `${out.includes(wanted) ? `"${wanted}"` : `no "${wanted}" in ${HEARTBEAT_WAIT_MS / 1000} s`}, ${files.length} cache file(s), SIGTERM -> exit ${dc}`]);
+  }
   return rows;
 }
 

@@ -191,6 +191,12 @@ try {
     ? `systemctl restart; a new process online (its token verified) after ${secs(again.ms)} (${beatsBefore} -> ${again.value.successfulHeartbeats} heartbeats so far); needs-pairing since: ${needsPairingAfter - needsPairingBefore}`
     : `no new process online within ${secs(again.ms)}: ${statusLine()}`);
 
+  // The code cache in CacheDirectory= (agent/daemon/boot.ts): written by the first start once its first
+  // heartbeat went, used by the restarted one, which writes none (one "wrote" line in the journal, one file).
+  const cacheFiles = machine.sh("find /var/cache/c2c-agent -maxdepth 1 -name '*.v8cache' -user c2c-agent -perm 0600").stdout.trim().split('\n').filter(Boolean);
+  const wrote = Number(machine.sh(`journalctl -u ${UNIT} -o cat | grep -c 'wrote the code cache'`).stdout.trim());
+  check('code cache', cacheFiles.length === 1 && wrote === 1, `/var/cache/c2c-agent: ${cacheFiles.length} cache file(s) of the agent's user, 0600; "wrote the code cache" in the journal ${wrote} time(s) over two starts`);
+
   // 8. systemd-analyze security on the running unit.
   const sec = machine.sh(`SYSTEMD_COLORS=0 systemd-analyze security ${UNIT}`);
   const score = /Overall exposure level for \S+: (\d+(?:\.\d+)?) (\S+)/.exec(sec.stdout);
@@ -218,7 +224,7 @@ try {
   check('dpkg -r', rm.status === 0 && kept && gone && afterRemove !== 'active',
     `exit ${rm.status}; daemon ${afterRemove}; program and unit ${gone ? 'gone' : 'STILL THERE'}; credentials, config and encrypted keys ${kept ? 'kept' : 'LOST'}`);
   const purge = machine.sh('dpkg -P c2c-agent 2>&1');
-  const clean = machine.sh(`test ! -e /var/lib/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /run/c2c-agent && test ! -e ${CREDSTORE}`).status === 0;
+  const clean = machine.sh(`test ! -e /var/lib/c2c-agent && test ! -e /var/cache/c2c-agent && test ! -e /etc/c2c-agent && test ! -e /run/c2c-agent && test ! -e ${CREDSTORE}`).status === 0;
   check('dpkg -P', purge.status === 0 && clean, `exit ${purge.status}; state, runtime and config dirs and the encrypted keys ${clean ? 'removed' : 'STILL THERE'}`);
 
   // 11. The same with scripts/install.sh, twice, then --uninstall [--purge].

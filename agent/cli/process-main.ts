@@ -3,7 +3,7 @@
 // outside main's promise, an exit code through process.exitCode (never
 // process.exit(), so pending stdout writes reach a pipe), and a lost promise
 // reported as the bug it is. For cli/main.ts (dist/c2c-agent.mjs, every
-// command) and daemon/entry.ts (dist/c2c-agentd.cjs, the daemon systemd runs).
+// command) and daemon/entry.ts (dist/c2c-agentd-main.cjs, the daemon systemd runs).
 import { EXIT } from '../lib/errors.js';
 import { fail } from './output.js';
 import { checkNodeVersion } from './version.js';

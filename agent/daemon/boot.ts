@@ -7,26 +7,35 @@
 // itself once it is up (code-cache.ts), as a whole file or not at all (temp,
 // fsync, rename). Without the directory, or when V8 refuses the file (its
 // own version, its flags, the source's length and the data's length are
-// checked), the daemon is compiled as any CommonJS file. V8 checks a
-// checksum too only when asked (--verify-snapshot-checksum), and asking
-// costs more than it saves: node:v8 alone is 8 to 12 ms of a start under the
-// unit's node options (v8-flags.ts).
-import { readFileSync, statSync } from 'node:fs';
+// checked; and the loader checks the file's own digest before V8 sees it,
+// code-cache-hook.ts), the daemon is compiled as any CommonJS file.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import path from 'node:path';
 import { Script } from 'node:vm';
-import { CODE_CACHE_HOOK, codeCacheName, type CodeCacheFound, type CodeCacheHook } from './code-cache-hook.js';
+import { CODE_CACHE_DIGEST_BYTES, CODE_CACHE_HOOK, codeCacheName, type CodeCacheFound, type CodeCacheHook } from './code-cache-hook.js';
 
 const MAIN = path.join(__dirname, 'c2c-agentd-main.cjs');
 
+const sha256 = (data: Buffer): Buffer => createHash('sha256').update(data).digest();
+
 function loadThroughCache(main: string, dir: string): void {
-  const source = readFileSync(main, 'utf8');
-  const file = path.join(dir, codeCacheName(statSync(main)));
+  // One read: the bytes that are hashed for the cache's name are the bytes compiled.
+  const bytes = readFileSync(main);
+  const source = bytes.toString('utf8');
+  const file = path.join(dir, codeCacheName(sha256(bytes).toString('hex').slice(0, 16)));
   let cachedData: Buffer | undefined;
   let found: CodeCacheFound = 'none';
   let error: string | undefined;
   try {
-    cachedData = readFileSync(file);
+    const stored = readFileSync(file);
+    const data = stored.subarray(CODE_CACHE_DIGEST_BYTES);
+    if (stored.length > CODE_CACHE_DIGEST_BYTES && sha256(data).equals(stored.subarray(0, CODE_CACHE_DIGEST_BYTES))) cachedData = data;
+    else {
+      found = 'rejected';
+      error = 'digest';
+    }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'ENOENT') {
@@ -39,7 +48,11 @@ function loadThroughCache(main: string, dir: string): void {
   // No import() in the daemon's code: node 20 answers it here only behind --experimental-vm-modules (lib/builtin.ts).
   const script = new Script(wrapped, { filename: main, ...(cachedData !== undefined && { cachedData }) });
   if (cachedData !== undefined) found = script.cachedDataRejected === true ? 'rejected' : 'accepted';
-  const hook: CodeCacheHook = { dir, file, found, ...(error !== undefined && { error }), produce: () => script.createCachedData() };
+  const produce = (): Buffer => {
+    const data = script.createCachedData();
+    return Buffer.concat([sha256(data), data]);
+  };
+  const hook: CodeCacheHook = { dir, file, found, ...(error !== undefined && { error }), produce };
   (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] = hook;
   const mod = new Module(main);
   mod.filename = main;

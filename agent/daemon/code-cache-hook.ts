@@ -14,9 +14,9 @@ export interface CodeCacheHook {
   /** The cache file of this daemon file, node version and architecture, in `dir`. */
   readonly file: string;
   readonly found: CodeCacheFound;
-  /** Why the file could not be read ('unreadable'): an errno code. */
+  /** Why the file could not be read ('unreadable'): an errno code; or 'digest' for a file whose data is not what its digest says ('rejected'). */
   readonly error?: string;
-  /** The code cache of everything compiled so far (the daemon's start and first heartbeat, when called then). */
+  /** The cache file's bytes (digest, then V8's data) of everything compiled so far: the daemon's start and first heartbeat, when called then. */
   produce(): Buffer;
 }
 
@@ -24,15 +24,24 @@ export interface CodeCacheHook {
 export const CODE_CACHE_SUFFIX = '.v8cache';
 
 /**
- * The cache file's name: V8 checks a cache against its own version, its flags
- * and the source's length only, so the name holds what else must match (the
- * daemon file's size and time, node's version, the architecture) and the
- * node options it runs with (a daemon started with other V8 flags gets a file
- * of its own, not one V8 refuses).
+ * The cache file's name. V8 checks a cache against its own version, its flags
+ * and the source's length only, so the name holds what else must match: the
+ * daemon file's bytes (`sourceId`, a hash of what the loader read: two builds
+ * of one length and time never share a cache), node's version, the
+ * architecture, and the node options it runs with (a daemon started with
+ * other V8 flags gets a file of its own, not one V8 refuses).
  */
-export function codeCacheName(main: { size: number; mtimeMs: number }): string {
-  return `c2c-agentd-${process.version}-${process.arch}-${main.size}-${Math.trunc(main.mtimeMs)}-${fnv1a(`${process.execArgv.join(' ')}|${process.env.NODE_OPTIONS ?? ''}`)}${CODE_CACHE_SUFFIX}`;
+export function codeCacheName(sourceId: string): string {
+  return `c2c-agentd-${sourceId}-${process.version}-${process.arch}-${fnv1a(`${process.execArgv.join(' ')}|${process.env.NODE_OPTIONS ?? ''}`)}${CODE_CACHE_SUFFIX}`;
 }
+
+/**
+ * A cache file is the SHA-256 of V8's data, then the data. V8 checks no
+ * checksum of its own (only with --verify-snapshot-checksum), and a damaged
+ * cache that passes its header's checks can crash node before the daemon
+ * logs a line: the loader checks this first and gives V8 nothing that fails.
+ */
+export const CODE_CACHE_DIGEST_BYTES = 32;
 
 /** FNV-1a, 32 bits, as 8 hex digits: a name, not a secret, and no module to load for it. */
 function fnv1a(text: string): string {

@@ -1,13 +1,13 @@
 // V8's code cache of the daemon (boot.ts reads it, this file writes it):
-// written once the daemon is up, when its first heartbeat has had an answer
-// (or WARM_AFTER_MS after the start, for a camera with no network or no
-// pairing), so the cache holds what a start runs up to its first heartbeat
+// written once the daemon is up, when its first heartbeat has had an outcome,
+// answered or failed (or WARM_AFTER_MS after the start, for a camera that is
+// not paired), so the cache holds what a start runs up to its first heartbeat
 // and little else: what runs later compiles when it first runs, as before.
 // Only when the loader found none it could use: once per install or upgrade.
 // A daemon that dies young (a crash loop) writes nothing.
 import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { writeFileAtomic } from '../lib/atomic-write.js';
+import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -58,14 +58,16 @@ export async function keepCodeCache(hook: CodeCacheHook, logger: Logger): Promis
       logger.warn({ file: hook.file, error: hook.error }, `cannot read the code cache ${hook.file} (${hook.error ?? 'error'}); starts compile the daemon in full`);
       return;
     case 'rejected':
-      // Refused by V8 under the very name this daemon would write: a damaged file. Gone, the next start makes it again.
-      logger.warn({ file: hook.file }, `V8 refused the code cache ${hook.file} (damaged?); removed, the next start writes it again`);
+      // Its digest wrong, or refused by V8 under the very name this daemon would write: a damaged file. Gone, the next start makes it again.
+      logger.warn({ file: hook.file }, `${hook.error === 'digest' ? 'the code cache is damaged (its digest does not match)' : 'V8 refused the code cache'}: ${hook.file}; removed, the next start writes it again`);
       await rm(hook.file, { force: true }).catch(() => undefined);
       return;
     case 'none':
       break;
   }
   try {
+    // A write cut short (a power cut, a kill) left its temp file: the daemon is the directory's one writer.
+    sweepOwnTemps(hook.dir);
     const data = hook.produce();
     await writeFileAtomic(hook.file, data, { mode: 0o600 });
     // An older agent's or node's caches: never read again.

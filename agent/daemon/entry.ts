@@ -1,4 +1,5 @@
-// Entry point of dist/c2c-agentd.cjs, the file systemd's ExecStart runs:
+// Entry point of dist/c2c-agentd-main.cjs, the daemon systemd's ExecStart runs
+// (through dist/c2c-agentd.cjs, boot.ts, its loader):
 // `run` and its options, nothing else (every other command is
 // dist/c2c-agent.mjs, the c2c-agent command, which runs `run` the same way).
 // A CommonJS file of its own because Node 20 loads its ES module loader for

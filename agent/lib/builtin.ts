@@ -3,7 +3,7 @@
 // through a vm.Script (daemon/boot.ts), and there node 20 answers import()
 // only behind --experimental-vm-modules; require() works everywhere. A test
 // holds the daemon's file to no import() of node's modules
-// (test/daemon/code-cache.test.ts).
+// (test/integration/code-cache.test.ts).
 import { createRequire } from 'node:module';
 
 const requireBuiltin = createRequire(import.meta.url);

@@ -45,8 +45,8 @@ let gc: (() => void) | undefined;
  * The function that runs a full garbage collection. The process runs without
  * `--expose-gc`; the flag, set for a moment, gives `gc` to a context made
  * while it is on (one small context, made on first use), not to the agent's
- * own global. `vm` is loaded then too: a daemon that never uploads much
- * never loads it.
+ * own global. `vm` is loaded then too when the daemon's loader (daemon/boot.ts)
+ * has not already.
  */
 export async function garbageCollector(): Promise<() => void> {
   if (gc === undefined) {

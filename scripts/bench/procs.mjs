@@ -7,20 +7,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { unitExecStart } from '../lib/unit-exec-start.mjs';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 export const bundle = path.join(root, 'dist/c2c-agent.mjs');
-/**
- * How the unit's ExecStart runs the daemon: node's options (the daemon's V8
- * flags, agent/daemon/v8-flags.ts) and the file (dist/c2c-agentd.cjs). The
- * agents here run it as systemd does, taken from the unit so the two never differ.
- */
-const execStart = (() => {
-  const unit = readFileSync(path.join(root, 'systemd/c2c-agent.service'), 'utf8');
-  const m = /^ExecStart=\S+ ((?:--\S+ )*)\/opt\/c2c-agent\/(\S+) run$/m.exec(unit);
-  if (m === null) throw new Error('bench: the unit\'s ExecStart is not `node [--flag...] /opt/c2c-agent/<file> run`');
-  return { nodeArgs: m[1].trim().split(' ').filter(Boolean), file: path.join(root, m[2]) };
-})();
+/** The daemon as the unit's ExecStart runs it (scripts/lib/unit-exec-start.mjs): the agents here run it so. */
+const execStart = unitExecStart(root);
 export const daemonBundle = execStart.file;
 /** The unit's node options for the daemon, before the file. */
 export const daemonNodeArgs = execStart.nodeArgs;
@@ -121,8 +113,7 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
 /**
  * A cache directory holding the daemon's code cache, as a camera's holds it
  * from its first start on (the unit's CacheDirectory=, agent/daemon/boot.ts):
- * one daemon runs until it has written it (after its first heartbeat's
- * answer) and is stopped. `env`: the unit's environment, which the cache's
+ * one daemon runs until it has written it (after its first heartbeat) and is stopped. `env`: the unit's environment, which the cache's
  * V8 flags must match.
  */
 export async function codeCacheDir(cloud, scale, deviceIndex, env = {}) {

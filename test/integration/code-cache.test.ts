@@ -6,13 +6,14 @@
 // start shows. It judges outcomes (a file written or not, a log line, a
 // heartbeat), never a time.
 import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { createHash } from 'node:crypto';
 import { brotliDecompressSync } from 'node:zlib';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type FakeCloud } from '../fake-cloud/index.js';
 import { DAEMON_V8_FLAGS } from '../../agent/daemon/v8-flags.js';
-import { CODE_CACHE_SUFFIX } from '../../agent/daemon/code-cache-hook.js';
+import { CODE_CACHE_DIGEST_BYTES, CODE_CACHE_SUFFIX } from '../../agent/daemon/code-cache-hook.js';
 import { ROOT, ensureBuilt, killAll, makeDirs, removeDirs, startAgent, startTestCloud, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
 
 // The cache is written a minute of agent time after a start: 0.1 s at this scale.
@@ -27,7 +28,7 @@ const allDirs: AgentDirs[] = [];
 
 beforeAll(async () => {
   await ensureBuilt();
-  cloud = await startTestCloud({ timeScale: SCALE, devices: 8 });
+  cloud = await startTestCloud({ timeScale: SCALE, devices: 16 });
 }, 120_000);
 afterEach(killAll);
 afterAll(async () => {
@@ -69,6 +70,9 @@ async function stop(agent: AgentProcess): Promise<void> {
 describe('the code cache', () => {
   it('is written once, whole and private, by the first start, and read by the next, which writes nothing', async () => {
     const dir = cacheDir();
+    // A write cut short before (a power cut between open and rename) left its temp file: the next write sweeps it.
+    const leftover = '.c2c-agentd-0123456789abcdef-v0-x-00000000.v8cache.0a1b2c3d4e5f.tmp';
+    writeFileSync(join(dir, leftover), 'half');
     const first = launch({ CACHE_DIRECTORY: dir });
     await logged(first.agent, 'wrote the code cache');
     await waitFor('a heartbeat', () => heartbeats(first.deviceId) > 0, STEP_MS);
@@ -91,28 +95,37 @@ describe('the code cache', () => {
     expect([after.ino, after.mtimeMs, after.size]).toEqual([before.ino, before.mtimeMs, before.size]);
   }, 60_000);
 
-  it('that V8 refuses (a damaged file) is removed, the daemon runs on, and the next start writes it again', async () => {
-    const dir = cacheDir();
-    const first = launch({ CACHE_DIRECTORY: dir });
-    await logged(first.agent, 'wrote the code cache');
-    await stop(first.agent);
-    const file = join(dir, cacheFiles(dir)[0]!);
-    // The header's first bytes (V8's magic number): V8 checks them and refuses the file.
-    const data = readFileSync(file);
-    for (let i = 0; i < 4; i++) data[i] = data[i]! ^ 0xff;
-    writeFileSync(file, data);
+  // Damage that V8's own header checks miss (the middle of its data: a crash or old code, not a refusal) is
+  // caught by the file's digest; damage the digest misses (one made for bad data) is V8's to refuse.
+  for (const [kind, damage] of [
+    ['a byte in the middle of the data, its digest left as it was', (data: Buffer) => void (data[Math.floor(data.length / 2)] = data[Math.floor(data.length / 2)]! ^ 0xff)],
+    ['V8\'s own header, with a digest made for it', (data: Buffer) => {
+      for (let i = CODE_CACHE_DIGEST_BYTES; i < CODE_CACHE_DIGEST_BYTES + 4; i++) data[i] = data[i]! ^ 0xff;
+      createHash('sha256').update(data.subarray(CODE_CACHE_DIGEST_BYTES)).digest().copy(data, 0);
+    }],
+  ] as const) {
+    it(`damaged (${kind}) is removed without being run, the daemon runs on, and the next start writes it again`, async () => {
+      const dir = cacheDir();
+      const first = launch({ CACHE_DIRECTORY: dir });
+      await logged(first.agent, 'wrote the code cache');
+      await stop(first.agent);
+      const file = join(dir, cacheFiles(dir)[0]!);
+      const data = readFileSync(file);
+      damage(data);
+      writeFileSync(file, data);
 
-    const damaged = launch({ CACHE_DIRECTORY: dir });
-    await logged(damaged.agent, 'V8 refused the code cache');
-    await waitFor('a heartbeat', () => heartbeats(damaged.deviceId) > 0, STEP_MS);
-    await stop(damaged.agent);
-    expect(cacheFiles(dir)).toEqual([]);
+      const damaged = launch({ CACHE_DIRECTORY: dir });
+      await logged(damaged.agent, kind.startsWith('a byte') ? 'the code cache is damaged (its digest does not match)' : 'V8 refused the code cache');
+      await waitFor('a heartbeat', () => heartbeats(damaged.deviceId) > 0, STEP_MS);
+      await stop(damaged.agent);
+      expect(cacheFiles(dir)).toEqual([]);
 
-    const next = launch({ CACHE_DIRECTORY: dir });
-    await logged(next.agent, 'wrote the code cache');
-    await stop(next.agent);
-    expect(cacheFiles(dir)).toHaveLength(1);
-  }, 60_000);
+      const next = launch({ CACHE_DIRECTORY: dir });
+      await logged(next.agent, 'wrote the code cache');
+      await stop(next.agent);
+      expect(cacheFiles(dir)).toHaveLength(1);
+    }, 60_000);
+  }
 
   it('in a directory the daemon cannot use costs one warning, and the daemon runs on', async () => {
     // A regular file where the directory should be: the cache can be neither read nor written.
