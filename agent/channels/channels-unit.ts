@@ -29,6 +29,8 @@ export interface ChannelsUnitDeps {
   logger?: Logger;
 }
 
+const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 export class ChannelsUnit implements DaemonUnit {
   readonly name = 'channels';
   private detected = new Set<string>();
@@ -68,7 +70,9 @@ export class ChannelsUnit implements DaemonUnit {
   deviceSeen(device: Device): void {
     if (this.d.specs.length === 0) return;
     const listed: DeviceChannel[] = device.channels ?? [];
-    this.queueing = this.queueing.then(async () => {
+    // After what the device check set going at the same moment (the first heartbeat's request, at start):
+    // the record and the reconcile can wait a loop turn; keeping the camera online cannot.
+    this.queueing = this.queueing.then(afterThisTurn).then(async () => {
       let map: ChannelMap;
       try {
         map = await this.d.map.load();

@@ -2,7 +2,7 @@
 // power cut must leave either the old or the new file, never a torn one:
 // write a temp file, fsync it, rename over the target, fsync the directory.
 // On tmpfs (durable: false) the fsyncs are pointless and skipped.
-import { promises as fs, readdirSync, statSync, unlinkSync } from 'node:fs';
+import { mkdirSync, promises as fs, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 
@@ -105,6 +105,29 @@ export async function writeFileAtomic(file: string, data: string | Uint8Array, o
     throw err;
   }
   if (durable) await syncDirectory(dir);
+}
+
+/**
+ * writeFileAtomic without fsync, at once: for a snapshot in the runtime dir
+ * (tmpfs, so no disk is waited for) that must be there before the caller's
+ * next step, with nothing else let in between. The directory is made when
+ * it is gone.
+ */
+export function writeFileAtomicSync(file: string, data: string, mode = 0o600): void {
+  const tmp = tempPathFor(file);
+  try {
+    writeFileSync(tmp, data, { flag: 'wx', mode });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(tmp, data, { flag: 'wx', mode });
+  }
+  try {
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
 }
 
 /**

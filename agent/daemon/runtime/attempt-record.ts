@@ -4,7 +4,7 @@ import path from 'node:path';
 import { READ_LIMITS, readBoundedTextSync } from '../../lib/bounded-read.js';
 import { errnoOf } from '../../lib/fs-errors.js';
 import type { AttemptRecord } from '../heartbeat/policy.js';
-import { FileSink } from './file-sink.js';
+import { writeFileAtomicSync } from '../../lib/atomic-write.js';
 
 export const ATTEMPT_FILE = 'last-heartbeat.json';
 
@@ -15,13 +15,23 @@ interface SavedAttempt extends AttemptRecord {
 }
 
 export function createAttemptStore(runtimeDir: string, timeScale: number, onError?: (err: unknown) => void) {
-  const sink = new FileSink<SavedAttempt>(path.join(runtimeDir, ATTEMPT_FILE), onError, 0o600);
+  const file = path.join(runtimeDir, ATTEMPT_FILE);
   return {
-    async save(rec: AttemptRecord): Promise<void> {
-      sink.write({ ...rec, timeScale, pid: process.pid });
-      await sink.flush();
+    /**
+     * Written at once (temp and rename on tmpfs, no disk to wait for): the
+     * heartbeat it records goes right after it, before the work the same
+     * moment set going (a device record's listeners at start) holds the loop.
+     */
+    save(rec: AttemptRecord): Promise<void> {
+      try {
+        writeFileAtomicSync(file, `${JSON.stringify({ ...rec, timeScale, pid: process.pid } satisfies SavedAttempt, null, 2)}\n`);
+      } catch (err) {
+        onError?.(err);
+      }
+      return Promise.resolve();
     },
-    flush: () => sink.flush(),
+    /** Nothing is ever left to write (each save is done when it returns). */
+    flush: (): Promise<void> => Promise.resolve(),
   };
 }
 
