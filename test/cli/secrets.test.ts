@@ -111,7 +111,10 @@ function requestsOrTimeout(count: number, ms: number, runDir: string): Promise<v
     const poll = setInterval(() => {
       if (lockedAt === undefined && existsSync(path.join(runDir, 'run.lock'))) lockedAt = Date.now();
       const late = (lockedAt !== undefined && Date.now() > lockedAt + ms) || Date.now() > giveUp;
-      if (cloud.journal.length - start >= count || late) {
+      // And the status file written once: it is one of the files searched for secrets, and its first
+      // write (temp, rename) may still be on its way when the first heartbeat has gone.
+      const written = existsSync(path.join(runDir, 'status.json'));
+      if ((cloud.journal.length - start >= count && written) || late) {
         clearInterval(poll);
         resolve();
       }

@@ -1,6 +1,7 @@
 // The built bundle as a real child process, the way systemd runs it: these
 // helpers start `node dist/c2c-agent.mjs run`, read `status --json`, and make
 // sure no child outlives its test.
+import { afterAll, afterEach, beforeAll } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
@@ -207,6 +208,37 @@ export function startAgent(o: AgentOptions): AgentProcess {
   });
   if (child.pid === undefined) throw new Error('could not spawn the agent');
   return { child, pid: child.pid, output: () => out, exited };
+}
+
+/**
+ * A process suite's frame around one fake cloud: the bundle built and the cloud started before
+ * the suite, every agent killed after each test, the cloud closed and each `dirs()` removed after
+ * the suite.
+ */
+export function useAgentCloud(options: FakeCloudOptions): { readonly cloud: FakeCloud; dirs(): AgentDirs } {
+  let cloud: FakeCloud | undefined;
+  const made: AgentDirs[] = [];
+  beforeAll(async () => {
+    await ensureBuilt();
+    cloud = await startTestCloud(options);
+  }, 120_000);
+  afterEach(killAll);
+  afterAll(async () => {
+    await killAll();
+    await cloud?.close();
+    for (const d of made) removeDirs(d);
+  });
+  return {
+    get cloud(): FakeCloud {
+      if (cloud === undefined) throw new Error('the fake cloud starts in beforeAll');
+      return cloud;
+    },
+    dirs(): AgentDirs {
+      const d = makeDirs();
+      made.push(d);
+      return d;
+    },
+  };
 }
 
 /** SIGKILL every agent still running (afterEach/afterAll). */

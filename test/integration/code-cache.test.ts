@@ -5,36 +5,25 @@
 // the built loader and V8's answer to a file on disk, which only a real node
 // start shows. It judges outcomes (a file written or not, a log line, a
 // heartbeat), never a time.
-import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, expect, it, afterAll } from '@jest/globals';
 import { createHash } from 'node:crypto';
 import { brotliDecompressSync } from 'node:zlib';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type FakeCloud } from '../fake-cloud/index.js';
 import { DAEMON_V8_FLAGS } from '../../agent/daemon/v8-flags.js';
 import { CODE_CACHE_DIGEST_BYTES, CODE_CACHE_SUFFIX } from '../../agent/daemon/code-cache-hook.js';
-import { ROOT, ensureBuilt, killAll, makeDirs, removeDirs, startAgent, startTestCloud, waitFor, type AgentDirs, type AgentProcess } from './agent-process.js';
+import { ROOT, startAgent, useAgentCloud, waitFor, type AgentProcess } from './agent-process.js';
 
 // The cache is written a minute of agent time after a start: 0.1 s at this scale.
 const SCALE = 600;
 const STEP_MS = 20_000;
 const NODE_ARGS = [...DAEMON_V8_FLAGS];
 
-let cloud: FakeCloud;
+const fx = useAgentCloud({ timeScale: SCALE, devices: 16 });
 let nextDevice = 0;
 const cleanup: string[] = [];
-const allDirs: AgentDirs[] = [];
-
-beforeAll(async () => {
-  await ensureBuilt();
-  cloud = await startTestCloud({ timeScale: SCALE, devices: 16 });
-}, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  for (const d of allDirs) removeDirs(d);
+afterAll(() => {
   for (const d of cleanup) rmSync(d, { recursive: true, force: true });
 });
 
@@ -48,14 +37,13 @@ const cacheFiles = (dir: string): string[] => readdirSync(dir).filter((f) => f.e
 
 /** The daemon as the unit runs it, on a device of its own, logging at debug. */
 function launch(env: Record<string, string>, nodeArgs = NODE_ARGS): { agent: AgentProcess; deviceId: string } {
-  const dirs = makeDirs();
-  allDirs.push(dirs);
-  const device = cloud.devices[nextDevice++]!;
-  const agent = startAgent({ apiUrl: cloud.url, token: device.accessToken, dirs, timeScale: SCALE, nodeArgs, env: { C2C_LOG_LEVEL: 'debug', ...env } });
+  const dirs = fx.dirs();
+  const device = fx.cloud.devices[nextDevice++]!;
+  const agent = startAgent({ apiUrl: fx.cloud.url, token: device.accessToken, dirs, timeScale: SCALE, nodeArgs, env: { C2C_LOG_LEVEL: 'debug', ...env } });
   return { agent, deviceId: device.id };
 }
 
-const heartbeats = (deviceId: string): number => cloud.journal.filter((e) => e.deviceId === deviceId && e.path === '/v2/devices/heartbeat' && e.status >= 200 && e.status < 300).length;
+const heartbeats = (deviceId: string): number => fx.cloud.journal.filter((e) => e.deviceId === deviceId && e.path === '/v2/devices/heartbeat' && e.status >= 200 && e.status < 300).length;
 
 async function logged(agent: AgentProcess, text: string): Promise<void> {
   await waitFor(`the log line "${text}"`, () => agent.output().includes(text) || agent.child.exitCode !== null, STEP_MS).catch(() => undefined);

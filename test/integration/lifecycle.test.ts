@@ -2,36 +2,22 @@
 // and how it ends: SIGTERM (clean, fast, "stopped") or kill -9 (a dead
 // daemon's leftover status, exit 69).
 import { TOKEN_IN_ENV_ADVICE } from '../../agent/lib/advice.js';
-import { describe, expect, it, beforeAll, afterAll, afterEach } from '@jest/globals';
+import { describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type FakeCloud } from '../fake-cloud/index.js';
-import { ensureBuilt, killAll, makeDirs, removeDirs, startAgent, status, waitFor, type AgentDirs, type AgentProcess, type StatusResult, startTestCloud } from './agent-process.js';
+import { startAgent, status, useAgentCloud, waitFor, type AgentDirs, type AgentProcess, type StatusResult } from './agent-process.js';
 
 const SCALE = 60;
 // One heartbeat interval is at most 300 agent s = 5 real s; allow one more
 // for retries and start-up.
 const STEP_MS = 12_000;
 
-let cloud: FakeCloud;
-const allDirs: AgentDirs[] = [];
-
-beforeAll(async () => {
-  await ensureBuilt();
-  cloud = await startTestCloud({ timeScale: SCALE, devices: 2 });
-}, 120_000);
-afterEach(killAll);
-afterAll(async () => {
-  await killAll();
-  await cloud?.close();
-  for (const d of allDirs) removeDirs(d);
-});
+const fx = useAgentCloud({ timeScale: SCALE, devices: 2 });
 
 function launch(deviceIndex: number): { agent: AgentProcess; dirs: AgentDirs; st: () => Promise<StatusResult> } {
-  const dirs = makeDirs();
-  allDirs.push(dirs);
-  const agent = startAgent({ apiUrl: cloud.url, token: cloud.devices[deviceIndex]!.accessToken, dirs, timeScale: SCALE });
-  return { agent, dirs, st: () => status(dirs, cloud.url, SCALE) };
+  const dirs = fx.dirs();
+  const agent = startAgent({ apiUrl: fx.cloud.url, token: fx.cloud.devices[deviceIndex]!.accessToken, dirs, timeScale: SCALE });
+  return { agent, dirs, st: () => status(dirs, fx.cloud.url, SCALE) };
 }
 
 async function reach(st: () => Promise<StatusResult>, state: string, agent: AgentProcess): Promise<StatusResult> {
@@ -56,7 +42,7 @@ describe('SIGTERM', () => {
     const { agent, dirs, st } = launch(0);
     await reach(st, 'online', agent);
     // A second `run` on the same runtime dir (a manual run next to the service) refuses: 75, one line.
-    const second = startAgent({ apiUrl: cloud.url, token: cloud.devices[0]!.accessToken, dirs, timeScale: SCALE });
+    const second = startAgent({ apiUrl: fx.cloud.url, token: fx.cloud.devices[0]!.accessToken, dirs, timeScale: SCALE });
     expect(await second.exited).toEqual({ code: 75, signal: null });
     expect(second.output().trimEnd().split('\n')).toEqual([expect.stringMatching(new RegExp(`another c2c-agent run is active \\(pid ${agent.pid}\\); `))]);
     expect(existsSync(join(dirs.runtimeDir, 'run.lock'))).toBe(true);
@@ -77,7 +63,7 @@ describe('SIGTERM', () => {
 
 describe('status --json follows the daemon through its states', () => {
   it('online, offline, online, rate-limited, paused, needs-pairing, then dead (69)', async () => {
-    const device = cloud.devices[1]!;
+    const device = fx.cloud.devices[1]!;
     const { agent, st } = launch(1);
 
     const online = await reach(st, 'online', agent);
@@ -85,25 +71,25 @@ describe('status --json follows the daemon through its states', () => {
     expect(online.json.ok).toBe(true);
     expect(online.json.pid).toBe(agent.pid);
 
-    cloud.control.refuseConnections();
+    fx.cloud.control.refuseConnections();
     await reach(st, 'offline', agent);
-    await cloud.control.acceptConnections();
+    await fx.cloud.control.acceptConnections();
     await reach(st, 'online', agent);
 
-    const fault = cloud.control.addFault({ kind: 'rate-limit', path: '/v2/devices/*', deviceId: device.id, retryAfter: '90' });
+    const fault = fx.cloud.control.addFault({ kind: 'rate-limit', path: '/v2/devices/*', deviceId: device.id, retryAfter: '90' });
     await reach(st, 'rate-limited', agent);
     fault.remove();
     await reach(st, 'online', agent);
 
     // The service's "paused" arrives with GET /v2/devices/me, which SIGHUP re-reads at once.
-    cloud.control.pause(device.id);
+    fx.cloud.control.pause(device.id);
     agent.child.kill('SIGHUP');
     await reach(st, 'paused', agent);
-    cloud.control.unpause(device.id);
+    fx.cloud.control.unpause(device.id);
     agent.child.kill('SIGHUP');
     await reach(st, 'online', agent);
 
-    cloud.control.revokeTokens(device.id);
+    fx.cloud.control.revokeTokens(device.id);
     agent.child.kill('SIGHUP');
     const unpaired = await reach(st, 'needs-pairing', agent);
     // Running but unpaired: status exits 77 so scripts and health checks can act on it.

@@ -254,7 +254,8 @@ describe('one daemon per state dir', () => {
     const slow = rig.cloud.control.addFault({ kind: 'delay', delayMs: 600_000, method: 'PUT', path: '/_storage/*' });
     const data = writeMedia(join(rig.media, 'held.mp4'), 1_000_000, HOUR);
     const urlDir = join(rig.dirs.stateDir, 'queue', 'uploads');
-    await waitFor('the URL file written', () => existsSync(urlDir) && readdirSync(urlDir).length > 0, 30_000, 50);
+    // Written whole (its temp renamed), and nothing else being written there: the snapshot below is of files at rest.
+    await waitFor('the URL file written', () => existsSync(urlDir) && readdirSync(urlDir).length > 0 && readdirSync(urlDir).every((n) => !n.startsWith('.')), 30_000, 50);
     const urlFiles = (): Record<string, string> => Object.fromEntries(readdirSync(urlDir).map((n) => [n, readFileSync(join(urlDir, n), 'utf8')]));
     const before = urlFiles();
 
