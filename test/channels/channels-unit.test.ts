@@ -36,3 +36,30 @@ describe('ChannelsUnit.report', () => {
     expect(pending()).toBe(0);
   });
 });
+
+describe('ChannelsUnit.deviceSeen', () => {
+  it('reads the channel record a loop turn after the device record came, not in the same turn: the first heartbeat goes first', async () => {
+    let loads = 0;
+    const unit = new ChannelsUnit({
+      specs: [audio],
+      detector: { start: () => undefined, stop: () => undefined },
+      map: {
+        load: async () => {
+          loads++;
+          return {};
+        },
+      },
+      outbox: { ready: async () => false, put: async () => Promise.reject(new Error('not here')), pending: () => [], unsettled: () => 0 },
+      inFlight: () => [],
+      bus: new EventBus(),
+    });
+    unit.deviceSeen({ id: 'd', channels: [] } as never);
+    // What the controller set going in the same moment (the heartbeat's record and request) runs in
+    // microtasks: none of them reaches the record.
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(loads).toBe(0);
+    await new Promise((resolve) => setImmediate(resolve));
+    await unit.stop();
+    expect(loads).toBe(1);
+  });
+});

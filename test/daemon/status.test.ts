@@ -236,6 +236,11 @@ describe('c2c-agent status', () => {
     expect(readLastAttempt(dir, 60)).toEqual({ kind: 'ok', record: { startedAt: 6000, endedAt: 9000 } });
     // Another time scale: the same boot-origin instant, rescaled.
     expect(readLastAttempt(dir, 1)).toEqual({ kind: 'ok', record: { startedAt: 100, endedAt: 150 } });
+    // On disk when save() returns, before its promise is awaited: the heartbeat's request follows it at once,
+    // with no loop turn in between for other work. Its runtime dir made again if it went.
+    const gone = path.join(dir, 'gone-runtime');
+    void createAttemptStore(gone, 60).save({ startedAt: 12_000 });
+    expect(readLastAttempt(gone, 60)).toEqual({ kind: 'ok', record: { startedAt: 12_000 } });
   });
 
   it('an attempt record that exists but cannot be read counts as an attempt just now: the first heartbeat waits a full spacing', async () => {
