@@ -56,6 +56,7 @@ describe('successful calls', () => {
     expect(value.project_id).toBe(cloud.devices[0]!.projectId);
     expect(meta.status).toBe(200);
     expect(meta.rateLimit).toEqual({ limit: expect.any(Number), remaining: expect.any(Number), windowMs: expect.any(Number) });
+    // Wall time on purpose: the offset is the service's Date header against this host's wall clock.
     // Same host: the offset is only the Date header's rounding (the header's whole second plus 500, less the
     // wall time the answer was read at) and whatever the call took: a stall only widens the bound, never
     // breaks it, unlike a fixed window of real ms.

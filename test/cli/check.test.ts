@@ -78,6 +78,7 @@ describe('exit 0: paired, token valid', () => {
       rateLimit: { limit: expect.any(Number), remaining: expect.any(Number), windowMs: expect.any(Number) },
       missingScopes: [],
     });
+    // Wall time on purpose: the offset is the service's Date header against this host's wall clock.
     // One host: the Date header's rounding (its whole second plus 500, less the wall time the answer was read
     // at) and whatever the process took, which load only lengthens: a bound a stall widens, never breaks.
     expect(r.json!.clockOffsetMs as number).toBeLessThanOrEqual(500);
