@@ -43,7 +43,12 @@ describe('npm run simulate', () => {
     expect(stdout).toMatch(/^\[sim \d\d:\d\d\] cam1 heartbeat: 204 accepted, \d+m\d\ds after the previous one$/m);
     expect(stdout).toMatch(/^\[sim \d\d:\d\d\] status cam1 /m);
     // The story's turns, as the agent lived them.
-    expect(stdout).toContain('cam1 state starting -> online');
+    // Online from the start. At scale 120 a connect has 83 real ms, so on a loaded machine the
+    // first call can time out and the camera be offline a turn first (seen in a CI run): the
+    // story's first state after starting that is not offline is online.
+    const states = [...stdout.matchAll(/cam1 state (\S+) -> (\S+?):/g)].map((m) => [m[1], m[2]]);
+    expect(states[0]?.[0]).toBe('starting');
+    expect(states.map(([, to]) => to).find((to) => to !== 'offline')).toBe('online');
     expect(stdout).toContain('hardware: proxy channel plugged in');
     expect(stdout).toContain('hardware: proxy channel unplugged');
     // Offline for the outage: taken there by its refused connections, or already by a light fault's 503
