@@ -14,4 +14,6 @@ export default {
   // what took 407 on two (docs/testing.md, "Test time budget"). Four were no faster when last measured.
   maxWorkers: 3,
   testSequencer: '<rootDir>/test/support/slow-first-sequencer.mjs',
+  // ts-jest's output for every file, made once before the workers start (a fresh clone has none).
+  globalSetup: '<rootDir>/test/support/warm-transforms.mjs',
 };

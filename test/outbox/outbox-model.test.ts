@@ -9,6 +9,7 @@ import { FakeClock, flushMicrotasks } from '../support/fake-clock.js';
 import { createLogger } from '../../agent/lib/logger.js';
 import { Outbox } from '../../agent/outbox/outbox.js';
 import type { ItemState, OutboxItem } from '../../agent/outbox/types.js';
+import { checkAtLeast, checkAtMost, checkEqual, checkIs } from '../support/check.js';
 import { SimFs, seeded, type CrashMode, type DiskState } from './sim-fs.js';
 
 const CAP = 4_000;
@@ -146,7 +147,7 @@ class World {
       this.claim(item.id, tag.n);
     }
     const stats = this.ob.stats();
-    expect(stats.liveBytes).toBeLessThanOrEqual(CAP);
+    checkAtMost(stats.liveBytes, CAP);
     if (stats.unwritten === 0) {
       for (const sure of this.held) sure();
       this.held = [];
@@ -171,28 +172,28 @@ class World {
     const byTag = new Map<number, OutboxItem>();
     for (const item of items) {
       const tag = this.tagOf(item);
-      expect(byTag.has(tag.n)).toBe(false);
+      checkIs(byTag.has(tag.n), false);
       byTag.set(tag.n, item);
-      if (tag.id !== undefined) expect(item.id).toBe(tag.id);
+      if (tag.id !== undefined) checkIs(item.id, tag.id);
       this.claim(item.id, tag.n);
       if (!tag.possible.has(item.state)) throw new Error(`put ${tag.n} replayed as ${item.state}, never given: ${[...tag.possible].join(',')}`);
-      expect(item.payload).toEqual(tag.payload);
-      expect([item.kind, item.group, item.priority]).toEqual([tag.kind, tag.group, tag.priority]);
+      checkEqual(item.payload, tag.payload);
+      checkEqual([item.kind, item.group, item.priority], [tag.kind, tag.group, tag.priority]);
       const pn = (item.progress as { n: number } | undefined)?.n ?? 0;
-      expect(pn).toBeLessThanOrEqual(tag.progressIssued);
+      checkAtMost(pn, tag.progressIssued);
       // Every change of urgency asked for is on disk: the item comes back as last asked.
-      if (item.state === 'pending' && tag.putSure && tag.urgentSure === tag.urgentIssued) expect({ n: tag.n, urgent: item.urgent === true }).toEqual({ n: tag.n, urgent: tag.urgent });
-      if (item.state === 'pending') expect(pn).toBeGreaterThanOrEqual(tag.progressSure);
+      if (item.state === 'pending' && tag.putSure && tag.urgentSure === tag.urgentIssued) checkEqual({ n: tag.n, urgent: item.urgent === true }, { n: tag.n, urgent: tag.urgent });
+      if (item.state === 'pending') checkAtLeast(pn, tag.progressSure);
     }
     for (const tag of this.tags) {
       const item = byTag.get(tag.n);
-      if (tag.putSure && onlyPending(tag)) expect({ n: tag.n, state: item?.state }).toEqual({ n: tag.n, state: 'pending' });
-      if (tag.endSure) expect({ n: tag.n, state: item?.state }).not.toEqual({ n: tag.n, state: 'pending' });
+      if (tag.putSure && onlyPending(tag)) checkEqual({ n: tag.n, state: item?.state }, { n: tag.n, state: 'pending' });
+      if (tag.endSure && item?.state === 'pending') expect({ n: tag.n, state: item?.state }).not.toEqual({ n: tag.n, state: 'pending' });
     }
     const stats = this.ob.stats();
-    expect(stats.liveBytes).toBeLessThanOrEqual(CAP);
-    expect(stats.quarantined).toBe(0);
-    for (const [kind, n] of Object.entries(this.sureDropped)) expect(stats.dropped[kind] ?? 0).toBeGreaterThanOrEqual(n);
+    checkAtMost(stats.liveBytes, CAP);
+    checkIs(stats.quarantined, 0);
+    for (const [kind, n] of Object.entries(this.sureDropped)) checkAtLeast(stats.dropped[kind] ?? 0, n);
     // What an open replayed is on disk now: the next crash must not take it back.
     for (const item of items) {
       const tag = this.tagOf(item);
@@ -220,10 +221,10 @@ class World {
         this.tags.push(tag);
         const p = this.ob.put(s.kind, tag.payload, { group: s.group, priority: s.priority, urgent: s.urgent });
         const newest = this.ob.items().at(-1)!;
-        expect(newest.payload).toEqual(tag.payload);
+        checkEqual(newest.payload, tag.payload);
         tag.id = newest.id;
         this.settle(
-          p.then((item) => expect(item.id).toBe(tag.id)),
+          p.then((item) => checkIs(item.id, tag.id)),
           () => (tag.putSure = true),
         );
         break;
@@ -232,7 +233,7 @@ class World {
         const tag = this.pick(s.pick);
         if (tag?.id === undefined) break;
         if (this.ob.get(tag.id)?.state !== 'pending') {
-          expect(await this.ob.setUrgent(tag.id, s.to)).toBe(false);
+          checkIs(await this.ob.setUrgent(tag.id, s.to), false);
           break;
         }
         if ((this.ob.get(tag.id)?.urgent === true) === s.to) break;
@@ -240,9 +241,9 @@ class World {
         const m = ++tag.urgentIssued;
         const before = this.ob.stats();
         this.settle(this.ob.setUrgent(tag.id, s.to), () => (tag.urgentSure = Math.max(tag.urgentSure, m)));
-        expect(this.ob.get(tag.id)?.urgent === true).toBe(s.to);
+        checkIs(this.ob.get(tag.id)?.urgent === true, s.to);
         // The flag was charged with the put (ledger.ts chargeOf): a change of urgency costs no room and drops nothing.
-        expect([this.ob.stats().liveBytes <= before.liveBytes, this.ob.stats().dropped]).toEqual([true, before.dropped]);
+        checkEqual([this.ob.stats().liveBytes <= before.liveBytes, this.ob.stats().dropped], [true, before.dropped]);
         break;
       }
       case 'progress':
