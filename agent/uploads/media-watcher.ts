@@ -135,7 +135,10 @@ type Listing = { names: string[]; notUtf8: string[] } | 'absent' | 'failed';
 interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; growing: GrowingFile[]; recordings: Set<string>; realRoot?: string; skipped: Set<string>; more: number; failed: Set<string> }
 
 /** A link's target when it may be taken, else why not. */
-type Followed = { st: MediaStat } | { reason: string };
+/** A link's target: its stat, and its own name when the watcher takes the target under that name anyway (`takenAs`). */
+type Followed = { st: MediaStat; takenAs: string | undefined } | { reason: string };
+
+const secondName = (root: string, first: string): string => `a second name for ${quote(path.relative(root, first))}, which is uploaded once, under that name`;
 
 /** "a FIFO (named pipe)", ... in the words bounded reads use; a stat without the type questions is "not a regular file". */
 const kindOf = (st: MediaStat): string =>
@@ -281,6 +284,12 @@ export class MediaWatcher {
     if (st.isSymbolicLink()) {
       const followed = this.followInside(scan, full);
       if ('reason' in followed) return this.skip(scan, full, followed.reason);
+      // The target's own name always wins: were it whichever name settled first, a clip rewritten in
+      // place could go under the link's name while its own waited (seen by the media fuzzer, seed 103).
+      if (followed.takenAs !== undefined) {
+        this.pending.delete(full);
+        return this.skip(scan, full, secondName(this.root, followed.takenAs));
+      }
       st = followed.st;
     }
     if (st.isDirectory()) return this.skipFolder(scan, full, name, channelKey);
@@ -298,7 +307,7 @@ export class MediaWatcher {
     }
     if (reportedAs !== undefined && existsSync(reportedAs)) {
       this.pending.delete(full);
-      return this.skip(scan, full, `a second name for ${quote(path.relative(this.root, reportedAs))}, which is uploaded once, under that name`);
+      return this.skip(scan, full, secondName(this.root, reportedAs));
     }
     const settleMs = Math.max(0, this.options.settleMs);
     const prev = this.pending.get(full);
@@ -355,8 +364,13 @@ export class MediaWatcher {
     if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) return { reason: 'a symbolic link to something outside the media dir' };
     const st = this.statOf(target);
     if (st === undefined) return { reason: 'a symbolic link to nothing: its target does not exist' };
-    if (st.isFile()) return { st };
-    return { reason: `a symbolic link to ${kindOf(st)}, not to a regular file` };
+    if (!st.isFile()) return { reason: `a symbolic link to ${kindOf(st)}, not to a regular file` };
+    // Taken under its own name when it lies where the watcher looks (the dir, or a channel folder in it)
+    // under a finished name, and is not refused for its hard links.
+    const where = path.dirname(rel);
+    const looked = where === '.' || (!where.includes(path.sep) && this.options.channelKeys.includes(where));
+    const taken = looked && !isScratchName(path.basename(rel)) && linkRefusal(st) === undefined;
+    return { st, takenAs: taken ? path.join(this.root, rel) : undefined };
   }
 
   /**

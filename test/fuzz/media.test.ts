@@ -13,5 +13,6 @@
 // (docs/testing.md, "In-process or a process").
 import { fuzzSuite } from './fuzz-suite.js';
 
-// 32254480: a clip renamed while queued was never uploaded; 103: a second name for a file was skipped in silence.
+// 32254480: a clip renamed while queued was never uploaded; 103: a second name for a file was skipped in silence,
+// and on a loaded machine a clip rewritten in place went under a link's name instead of its own (media-watcher.ts).
 fuzzSuite({ target: 'media', seeds: [1, 32254480, 103], casesPerSeed: 1, jobs: 1, timeoutMs: 300_000 });
