@@ -76,7 +76,9 @@ export const DAEMON_COLD_CODE = [...COLD_CODE.filter((e) => !e.startsWith('agent
 // about a third of its size, two copies cost less than one in the bundle.
 const SHARED_BY = 3;
 const HOT = 'c2c-hot:';
-const NS = 'c2c-cold-code';
+/** The namespace of the shared pack's stand-in, whose table requires hot modules by name (build-cold.mjs resolves its cold dependencies too). */
+export const COLD_CODE_NAMESPACE = 'c2c-cold-code';
+const NS = COLD_CODE_NAMESPACE;
 const SHARED = 'c2c-cold-code-shared';
 
 /** The key a hot module is known by between the bundle and a pack: its namespace and path, the path relative to root. */

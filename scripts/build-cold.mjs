@@ -9,6 +9,7 @@ import { build } from 'esbuild';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { brotliCompressSync, constants } from 'node:zlib';
+import { COLD_CODE_NAMESPACE } from './build-cold-code.mjs';
 
 const COLD = [
   {
@@ -66,7 +67,9 @@ export function coldDependencies(root) {
       const packs = new Map();
       const filter = new RegExp(`^(${[...byImport.keys()].map((s) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')).join('|')})$`);
       b.onResolve({ filter }, (args) => {
-        if (!args.importer.startsWith(path.join(root, 'agent'))) return undefined;
+        // The agent's imports, and the shared pack's table of them (else the table's require('mrmime')
+        // put the whole package in the bundle beside its pack: 44 KB of mrmime and node-cron).
+        if (!args.importer.startsWith(path.join(root, 'agent')) && args.namespace !== COLD_CODE_NAMESPACE) return undefined;
         return { path: args.path, namespace: 'c2c-cold' };
       });
       b.onResolve({ filter: /^c2c-cold-pack:/ }, (args) => ({ path: args.path, namespace: 'c2c-cold' }));
