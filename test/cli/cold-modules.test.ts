@@ -3,7 +3,7 @@
 // from the bundle, run from a directory with no node_modules.
 import { afterAll, beforeAll, describe, expect, test } from '@jest/globals';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BUNDLE_BUDGET_BYTES } from '../../scripts/build-config.mjs';
@@ -30,6 +30,12 @@ describe('cold dependencies in the bundle', () => {
     // fails in a pack's code keeps its exit code (one AgentError class).
     const r = bundle.run(['cancel', '--all', '--runtime-dir', path.join(dir, 'no-daemon')]);
     expect([r.status, r.stderr]).toEqual([69, expect.stringContaining('no daemon runs')]);
+  });
+
+  test('a cold dependency is only in its compressed pack, never in the bundle as text too', () => {
+    // The shared pack's table once required mrmime and node-cron by name and put both, 44 KB, beside their packs.
+    const text = readFileSync(bundle.file, 'utf8');
+    expect({ mrmime: text.includes('application/automationml-aml+xml'), nodeCron: text.includes('TimeMatcher') }).toEqual({ mrmime: false, nodeCron: false });
   });
 
   test('systeminformation: `channels --json` has the unit facts (system, usb, audio read, none missing)', () => {
