@@ -134,8 +134,7 @@ type Listing = { names: string[]; notUtf8: string[] } | 'absent' | 'failed';
 /** One pass over the folders: when it looked, which files it saw, which are ready, which listed skips it met and how many beyond, which folders it could not read. */
 interface Scan { now: number; wall: number; seen: Set<string>; ready: ReadyFile[]; growing: GrowingFile[]; recordings: Set<string>; realRoot?: string; skipped: Set<string>; more: number; failed: Set<string> }
 
-/** A link's target when it may be taken, else why not. */
-/** A link's target: its stat, and its own name when the watcher takes the target under that name anyway (`takenAs`). */
+/** A link's target when it may be taken, else why not: its stat, and its own name when the watcher takes the target under that name anyway (`takenAs`). */
 type Followed = { st: MediaStat; takenAs: string | undefined } | { reason: string };
 
 const secondName = (root: string, first: string): string => `a second name for ${quote(path.relative(root, first))}, which is uploaded once, under that name`;
@@ -171,6 +170,8 @@ export class MediaWatcher {
   private readonly pending = new Map<string, Pending>();
   /** Each version reported, with the name it was reported under. */
   private readonly reported = new Map<string, string>();
+  /** The folders the last scan could not list. */
+  private unlisted: ReadonlySet<string> = new Set();
   /** The files (dev:ino) reported as growing, while they are still seen. */
   private readonly growingReported = new Set<string>();
   private settleTimer: { timer: Timer; at: number } | undefined;
@@ -261,6 +262,7 @@ export class MediaWatcher {
     if (failed.size === 0) for (const key of this.growingReported) if (!scan.recordings.has(key)) this.growingReported.delete(key);
     this.settleSkipped(scan, failed);
     this.dirs.setDirs(listed);
+    this.unlisted = failed;
     this.armSettle(scan.now);
     scan.ready.sort((a, b) => a.mtimeMs - b.mtimeMs || (a.path < b.path ? -1 : 1));
     for (const f of scan.growing) {
@@ -305,7 +307,7 @@ export class MediaWatcher {
       this.pending.delete(full);
       return;
     }
-    if (reportedAs !== undefined && existsSync(reportedAs)) {
+    if (reportedAs !== undefined && this.stillReported(scan, reportedAs)) {
       this.pending.delete(full);
       return this.skip(scan, full, secondName(this.root, reportedAs));
     }
@@ -369,8 +371,24 @@ export class MediaWatcher {
     // under a finished name, and is not refused for its hard links.
     const where = path.dirname(rel);
     const looked = where === '.' || (!where.includes(path.sep) && this.options.channelKeys.includes(where));
-    const taken = looked && !isScratchName(path.basename(rel)) && linkRefusal(st) === undefined;
+    // A folder the last scan, or this one so far, could not list is no place the target is taken from.
+    const folder = where === '.' ? this.root : path.join(this.root, where);
+    const listable = !this.unlisted.has(folder) && !scan.failed.has(folder);
+    const taken = looked && listable && !isScratchName(path.basename(rel)) && linkRefusal(st) === undefined;
     return { st, takenAs: taken ? path.join(this.root, rel) : undefined };
+  }
+
+  /**
+   * The name a file was reported under still stands for it: it is there, and
+   * is not a link that is now another name's second one (a clip renamed and
+   * a link left at its old name: the clip goes under its new, own name).
+   */
+  private stillReported(scan: Scan, reportedAs: string): boolean {
+    const st = this.statOf(reportedAs);
+    if (st === undefined) return false;
+    if (!st.isSymbolicLink()) return true;
+    const followed = this.followInside(scan, reportedAs);
+    return !('reason' in followed) && followed.takenAs === undefined;
   }
 
   /**

@@ -207,6 +207,31 @@ describe('MediaWatcher: folders', () => {
     expect(w.skipped().entries.find((e) => e.name === 'a-link.mp4')?.reason).toBe("a second name for 'take.mp4', which is uploaded once, under that name");
   });
 
+  test('a clip renamed, with a link left at its old name: it goes again under its new, own name, and the link is its second name', async () => {
+    const { dir, clock, w, put, names } = setup();
+    put('x.mp4', 'take', OLD);
+    w.start();
+    expect(names()).toEqual(['x.mp4']);
+    renameSync(path.join(dir, 'x.mp4'), path.join(dir, 'a.mp4'));
+    symlinkSync(path.join(dir, 'a.mp4'), path.join(dir, 'x.mp4'));
+    await clock.advance(TICK * 2);
+    expect(names()).toEqual(['x.mp4', 'a.mp4']);
+    expect(w.skipped().entries).toEqual([{ name: 'x.mp4', reason: "a second name for 'a.mp4', which is uploaded once, under that name" }]);
+  });
+
+  test('a link into a channel folder the watcher cannot list is how the clip goes: the folder is no place it is taken from', async () => {
+    const eacces = (d: string): string[] => {
+      if (path.basename(d) === 'video') throw Object.assign(new Error('EACCES: permission denied'), { code: 'EACCES' });
+      return readdirSync(d);
+    };
+    const { dir, clock, w, put, names } = setup({ readdir: eacces });
+    const clip = put('video/a.mp4', 'take', OLD);
+    symlinkSync(clip, path.join(dir, 'x.mp4'));
+    w.start();
+    await clock.advance(TICK * 2);
+    expect(names()).toEqual(['x.mp4']);
+  });
+
   test('a link to a file the watcher does not take under its own name (deeper than a channel folder) is how that file goes', () => {
     const { dir, w, put, names } = setup();
     const deep = put('video/day1/deep.mp4', 'x', OLD);
