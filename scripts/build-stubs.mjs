@@ -11,7 +11,8 @@
 //   stores (client id, channel map) pass neither, and conf reaches ajv and
 //   semver only when they are given. (The agent's own semver use imports
 //   single functions by path.)
-// - pino: transports (worker threads): the agent logs JSON to stdout only.
+// - pino: transports (worker threads, and the module that starts them): the
+//   agent logs JSON to stdout only.
 //
 // Each stub is limited to the package that imports it, so nothing else can
 // silently receive a stub. The end-to-end tests run the bundle.
@@ -32,6 +33,9 @@ export class FormDataEncoder { constructor() { throw new Error('FormData bodies 
   { importer: 'conf', name: 'semver', code: `const off = () => { throw new Error('conf migrations are not in the c2c-agent bundle'); };
 export default { eq: off, clean: off, satisfies: off, lte: off, gt: off };` },
   { importer: 'pino', name: 'thread-stream', code: `module.exports = class ThreadStream { constructor() { throw new Error('pino transports are not in the c2c-agent bundle'); } };` },
+  // pino's transport module itself: it loads node:module at the top, and node's ES module loader with it
+  // (about 1.3 ms of the daemon's start under the unit's flags, docs/benchmarks.md).
+  ...['./lib/transport', './transport'].map((name) => ({ importer: 'pino', name, code: `module.exports = () => { throw new Error('pino transports are not in the c2c-agent bundle'); };` })),
 ];
 
 // Module-level work in a dependency that costs memory at every start, done

@@ -22,7 +22,7 @@ export function buildChannels(ctx: FeatureContext): FeatureParts {
     channelId: async (key) => (await map.load().catch(() => ({}) as Record<string, string>))[key],
   };
   ctx.services.provide('channels', service);
-  const unit = new ChannelsUnit({ specs, detector, map, outbox: ctx.outbox, inFlight: () => ctx.outbox.inFlight(), bus, logger });
+  const unit = new ChannelsUnit({ specs, detector, map, outbox: ctx.outbox, inFlight: () => ctx.outbox.inFlight(), bus, clock, logger });
   return { units: [unit, new ChannelsChanged(ctx)] };
 }
 

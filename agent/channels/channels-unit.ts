@@ -11,6 +11,7 @@ import type { ChannelSpec } from '../config/types.js';
 import type { DaemonUnit } from '../core/unit.js';
 import type { StatusSections } from '../core/status-document.js';
 import type { EventBus } from '../core/event-bus.js';
+import { sleep, type Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import type { OutboxItem, PutOptions } from '../outbox/types.js';
 import type { ChannelMap } from './channel-map.js';
@@ -26,10 +27,18 @@ export interface ChannelsUnitDeps {
   inFlight: () => string[];
   /** Listens to channelsDetected, deviceSeen, channelSyncRequested and channelsSynced while it runs. */
   bus: EventBus;
+  clock: Clock;
   logger?: Logger;
 }
 
-const afterThisTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/**
+ * Agent ms the reconcile after a device record waits. At start the first
+ * heartbeat's request is made in the same moment, and its attempt record
+ * is written first: a loop turn is not enough, and reading the channel
+ * record loads conf (about 5 ms under the unit's flags) before the request
+ * would go. By this time it has gone; keeping the camera online comes first.
+ */
+export const RECONCILE_DELAY_MS = 250;
 
 export class ChannelsUnit implements DaemonUnit {
   readonly name = 'channels';
@@ -39,6 +48,8 @@ export class ChannelsUnit implements DaemonUnit {
   /** Keys the service holds a channel for, as of the last sync (unknown before one). */
   private known: string[] | undefined;
   private queueing: Promise<void> = Promise.resolve();
+  /** Ends the reconcile waits at stop: the next start's device check reconciles again. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly d: ChannelsUnitDeps) {}
 
@@ -54,6 +65,7 @@ export class ChannelsUnit implements DaemonUnit {
   async stop(): Promise<void> {
     this.d.bus.removeListeners(this);
     this.d.detector.stop();
+    this.stopping.abort();
     await this.queueing;
   }
 
@@ -70,22 +82,28 @@ export class ChannelsUnit implements DaemonUnit {
   deviceSeen(device: Device): void {
     if (this.d.specs.length === 0) return;
     const listed: DeviceChannel[] = device.channels ?? [];
-    // After what the device check set going at the same moment (the first heartbeat's request, at start):
-    // the record and the reconcile can wait a loop turn; keeping the camera online cannot.
-    this.queueing = this.queueing.then(afterThisTurn).then(async () => {
-      let map: ChannelMap;
-      try {
-        map = await this.d.map.load();
-      } catch {
-        map = {}; // an unreadable record: the sync will say why
-      }
-      const plan = reconcile({ specs: this.d.specs, detected: this.detected, listed, map });
-      if (isSettled(plan, map)) {
-        this.known = Object.keys(map).sort();
-        return;
-      }
-      this.put('the service does not list what is plugged in');
-    });
+    this.queueing = this.queueing.then(() =>
+      sleep(this.d.clock, RECONCILE_DELAY_MS, this.stopping.signal).then(
+        () => this.compare(listed),
+        () => undefined,
+      ),
+    );
+  }
+
+  /** Reads the record and queues a sync if the service, the record and the hardware disagree. */
+  private async compare(listed: DeviceChannel[]): Promise<void> {
+    let map: ChannelMap;
+    try {
+      map = await this.d.map.load();
+    } catch {
+      map = {}; // an unreadable record: the sync will say why
+    }
+    const plan = reconcile({ specs: this.d.specs, detected: this.detected, listed, map });
+    if (isSettled(plan, map)) {
+      this.known = Object.keys(map).sort();
+      return;
+    }
+    this.put('the service does not list what is plugged in');
   }
 
   /** A sync went through: what the service now holds. */

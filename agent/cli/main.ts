@@ -9,7 +9,7 @@
 // parser, settings and semver. Everything else comes by dynamic import
 // (esbuild keeps such modules lazy inside the one bundle file).
 import { EXIT_MEANINGS, usageError } from '../lib/errors.js';
-import { adviseForTokenFromEnvironment, printJson, printLine } from './output.js';
+import { adviseForTokenFromEnvironment, printJson, printLine, stdout } from './output.js';
 import { runMain } from './process-main.js';
 import { agentVersion } from './version.js';
 
@@ -36,7 +36,7 @@ async function main(argv: string[]): Promise<number> {
     if (json) {
       const usage = topLevelHelp(list, exitCodes, HELP_WIDTH_OFF_TERMINAL).join('\n');
       printJson({ ok: true, exitCode: 0, usage, commands: commands.map(([n, m]) => ({ name: n, usage: `c2c-agent ${m.usage}`, summary: m.summary })) });
-    } else printLine(...topLevelHelp(list, exitCodes, helpWidth(process.stdout)));
+    } else printLine(...topLevelHelp(list, exitCodes, helpWidth(stdout())));
     return 0;
   }
   const { COMMANDS } = await import('./commands.js');
@@ -60,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
     // --json promises exactly one JSON object on stdout, help included.
     const { commandHelp, commandHelpJson, helpWidth } = await import('./command-help.js');
     if (ctx.json) printJson({ ok: true, exitCode: 0, usage: `c2c-agent ${mod.usage}`, ...commandHelpJson(mod), ...(mod.help && { help: mod.help }), settingsOptions: commonOptionsHelp() });
-    else printLine(...commandHelp(name, mod, helpWidth(process.stdout)));
+    else printLine(...commandHelp(name, mod, helpWidth(stdout())));
     return 0;
   }
   return mod.run(ctx);

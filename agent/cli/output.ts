@@ -12,24 +12,36 @@ export interface JsonResult {
 }
 
 // A reader that goes away (`c2c-agent profiles | head -1`) is not an agent error.
-for (const stream of [process.stdout, process.stderr]) {
-  stream.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code !== 'EPIPE') throw err;
-  });
+// Set on a stream's first use here: node builds process.stdout and stderr
+// when they are first read, about 4 ms of a start under the unit's flags,
+// and the daemon, whose log lines go to fd 1 through pino, prints nothing.
+const guarded = new WeakSet<NodeJS.WriteStream>();
+function withEpipeGuard(stream: NodeJS.WriteStream): NodeJS.WriteStream {
+  if (!guarded.has(stream)) {
+    guarded.add(stream);
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') throw err;
+    });
+  }
+  return stream;
 }
+/** process.stdout for the CLI's own writes. */
+export const stdout = (): NodeJS.WriteStream => withEpipeGuard(process.stdout);
+/** process.stderr for the CLI's own writes. */
+export const stderr = (): NodeJS.WriteStream => withEpipeGuard(process.stderr);
 
 /** The one JSON object of a --json run. */
 export function printJson(result: JsonResult): void {
-  process.stdout.write(`${JSON.stringify(redactObject(result))}\n`);
+  stdout().write(`${JSON.stringify(redactObject(result))}\n`);
 }
 
 /** One line of a JSON Lines stream (pair --json): redacted and scrubbed like printJson. */
 export function printJsonLine(event: Record<string, unknown>): void {
-  process.stdout.write(`${JSON.stringify(redactObject(event))}\n`);
+  stdout().write(`${JSON.stringify(redactObject(event))}\n`);
 }
 
 export function printLine(...lines: string[]): void {
-  for (const line of lines) process.stdout.write(`${scrub(line)}\n`);
+  for (const line of lines) stdout().write(`${scrub(line)}\n`);
 }
 
 let tokenFromEnvironment = false;
@@ -41,7 +53,7 @@ export function adviseForTokenFromEnvironment(set: boolean): void {
 
 /** One line on stderr, whatever the message held. */
 export function printError(message: string): void {
-  process.stderr.write(`c2c-agent: ${scrub(fitAdvice(message, tokenFromEnvironment)).replace(/\s*\n\s*/g, ' ')}\n`);
+  stderr().write(`c2c-agent: ${scrub(fitAdvice(message, tokenFromEnvironment)).replace(/\s*\n\s*/g, ' ')}\n`);
 }
 
 /**

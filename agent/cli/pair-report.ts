@@ -4,7 +4,7 @@
 // either: the events carry only what a person is meant to see.
 import { codeFields, type PairingEvent } from '../auth/pairing.js';
 import type { Clock } from '../lib/clock.js';
-import { printJsonLine } from './output.js';
+import { printJsonLine, stdout } from './output.js';
 import { PairScreen } from './pair-screen.js';
 
 /** The countdown redraws once a real second, whatever the time scale. */
@@ -20,8 +20,8 @@ export class PairReporter {
     private readonly clock: Clock,
     env: NodeJS.ProcessEnv = process.env,
   ) {
-    const color = process.stdout.isTTY === true && !env.NO_COLOR && env.TERM !== 'dumb';
-    this.screen = json ? undefined : new PairScreen(process.stdout, { color });
+    const color = stdout().isTTY === true && !env.NO_COLOR && env.TERM !== 'dumb';
+    this.screen = json ? undefined : new PairScreen(stdout(), { color });
   }
 
   private remaining(): number {

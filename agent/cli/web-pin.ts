@@ -9,7 +9,7 @@ import { AgentError, configError, EXIT } from '../lib/errors.js';
 import { pageUrls } from '../web/addresses.js';
 import { readWebPin, webPinFileOf } from '../web/pin.js';
 import type { CommandContext, CommandOptions } from './command.js';
-import { fail } from './output.js';
+import { fail, stderr, stdout } from './output.js';
 
 export const usage = 'web-pin';
 export const options = {} satisfies CommandOptions;
@@ -29,9 +29,9 @@ export async function run(ctx: CommandContext): Promise<number> {
       throw new AgentError('unavailable', `the web page has no PIN yet (${webPinFileOf(settings.stateDir)}): the daemon makes it when it starts with webListen set; ${settings.startAdvice}`);
     }
     // Not through output.ts: this line is the one place the PIN is meant to be shown.
-    process.stdout.write(`${pin}\n`);
-    if (settings.web === undefined) process.stderr.write('the web page is off (webListen is not set): this PIN works once it is on again\n');
-    else process.stderr.write(`open ${pageUrls(settings.web).join(' or ')} on a phone on the same network, and type the PIN\n`);
+    stdout().write(`${pin}\n`);
+    if (settings.web === undefined) stderr().write('the web page is off (webListen is not set): this PIN works once it is on again\n');
+    else stderr().write(`open ${pageUrls(settings.web).join(' or ')} on a phone on the same network, and type the PIN\n`);
     return EXIT.ok;
   } catch (err) {
     return fail(err);

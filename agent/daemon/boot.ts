@@ -11,7 +11,7 @@
 // code-cache-hook.ts), the daemon is compiled as any CommonJS file.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import Module, { createRequire } from 'node:module';
+import type Module from 'node:module';
 import path from 'node:path';
 import { Script } from 'node:vm';
 import { CODE_CACHE_DIGEST_BYTES, CODE_CACHE_HOOK, codeCacheName, type CodeCacheFound, type CodeCacheHook } from './code-cache-hook.js';
@@ -54,9 +54,11 @@ function loadThroughCache(main: string, dir: string): void {
   };
   const hook: CodeCacheHook = { dir, file, found, ...(error !== undefined && { error }), produce };
   (globalThis as Record<symbol, unknown>)[CODE_CACHE_HOOK] = hook;
-  const mod = new Module(main);
+  // This file's own Module class and require(), which resolve from the same directory: node:module itself
+  // would load node's ES module loader with it (about 1.3 ms of a start under the unit's flags).
+  const mod = new (module.constructor as typeof Module)(main, module);
   mod.filename = main;
-  (script.runInThisContext() as (...args: unknown[]) => void)(mod.exports, createRequire(main), mod, main, path.dirname(main));
+  (script.runInThisContext() as (...args: unknown[]) => void)(mod.exports, require, mod, main, path.dirname(main));
 }
 
 // systemd's variable may list several directories (CacheDirectory= with several names): the first is ours.

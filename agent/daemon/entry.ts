@@ -9,7 +9,7 @@
 // camera does not run stays in compressed packs (scripts/build-cold-code.mjs),
 // expanded by its dynamic import. docs/benchmarks.md has the figures.
 import { usageError } from '../lib/errors.js';
-import { adviseForTokenFromEnvironment, printLine } from '../cli/output.js';
+import { adviseForTokenFromEnvironment, printLine, stdout } from '../cli/output.js';
 import { runMain } from '../cli/process-main.js';
 import { agentVersion } from '../cli/version.js';
 
@@ -25,7 +25,7 @@ async function daemonMain(argv: string[]): Promise<number> {
   adviseForTokenFromEnvironment(ctx.env.C2C_TOKEN !== undefined && ctx.env.C2C_TOKEN !== '');
   if (help) {
     const { commandHelp, helpWidth } = await import('../cli/command-help.js');
-    printLine(...commandHelp('run', mod, helpWidth(process.stdout)));
+    printLine(...commandHelp('run', mod, helpWidth(stdout())));
     return 0;
   }
   return mod.run(ctx);

@@ -6,18 +6,21 @@
 // of the bundle; as compressed text they cost a string. The agent's own code
 // that one command runs is stored the same way (scripts/build-cold-code.mjs,
 // expandColdCode below).
-import { createRequire } from 'node:module';
+import { builtin } from './builtin.js';
 import { fileURLToPath } from 'node:url';
 
 const loaded = new Map<string, unknown>();
 
+/** What the packed modules' require() reaches beyond the bundle's own: node's built-ins, which is all they were built to need. */
+const builtinRequire = (id: string): unknown => builtin(id.startsWith('node:') ? (id as `node:${string}`) : `node:${id}`);
+
 /** The module.exports of the compressed CommonJS `packed` (base64 brotli), evaluated once per name. */
 export function expandColdModule(name: string, packed: string): unknown {
   if (loaded.has(name)) return loaded.get(name);
-  const require = createRequire(import.meta.url);
   // zlib is loaded here, not at start: a module of its own that the daemon's
   // steady state does not otherwise need.
-  const { brotliDecompressSync } = require('node:zlib') as typeof import('node:zlib');
+  const { brotliDecompressSync } = builtin<typeof import('node:zlib')>('node:zlib');
+  const require = builtinRequire;
   const code = brotliDecompressSync(Buffer.from(packed, 'base64')).toString('utf8');
   // The bundle's own file stands in for the module's file: its require()
   // reaches node's built-ins, which is all these modules were built to need.
@@ -43,8 +46,8 @@ type HotModule = { cjs: unknown } | { esm: unknown };
  */
 export function expandColdCode(name: string, packed: string, hot: Record<string, HotModule>, bundleUrl: string, shared: Record<string, HotModule> = {}): Record<string, unknown> {
   if (loaded.has(name)) return loaded.get(name) as Record<string, unknown>;
-  const nodeRequire = createRequire(bundleUrl);
-  const { brotliDecompressSync } = nodeRequire('node:zlib') as typeof import('node:zlib');
+  const nodeRequire = builtinRequire;
+  const { brotliDecompressSync } = builtin<typeof import('node:zlib')>('node:zlib');
   const code = brotliDecompressSync(Buffer.from(packed, 'base64')).toString('utf8');
   const require = (id: string): unknown => {
     const m = Object.hasOwn(hot, id) ? hot[id] : Object.hasOwn(shared, id) ? shared[id] : undefined;

@@ -68,17 +68,46 @@ export const SECRET_KEYS = [
   'token',
 ];
 
+const SECRET_KEY_SET = new Set(SECRET_KEYS.map((k) => k.toLowerCase()));
+const isSecretKey = (key: string): boolean => SECRET_KEY_SET.has(key.toLowerCase());
+
 /** Deep copy of `value` with secret keys replaced, for --json output. */
 export function redactObject<T>(value: T): T {
-  const keys = new Set(SECRET_KEYS.map((k) => k.toLowerCase()));
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(walk);
     if (v && typeof v === 'object') {
-      return Object.fromEntries(
-        Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, keys.has(k.toLowerCase()) ? REDACTED : walk(x)]),
-      );
+      return Object.fromEntries(Object.entries(v as Record<string, unknown>).map(([k, x]) => [k, isSecretKey(k) ? REDACTED : walk(x)]));
     }
     return typeof v === 'string' ? scrub(v) : v;
   };
   return walk(value) as T;
+}
+
+/** How deep withoutSecretKeys looks: a log line's fields are a few levels at most. */
+const LOG_FIELDS_DEPTH = 6;
+
+/**
+ * `value` with every secret key's value replaced, for a log line's fields.
+ * Plain objects and arrays are walked; an object is copied only when a
+ * secret is found in it, so a line without one costs a look at its keys.
+ * The registered values inside text are scrub()'s, on the whole line.
+ */
+export function withoutSecretKeys<T>(value: T, depth = LOG_FIELDS_DEPTH): T {
+  if (depth === 0 || value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    let copy: unknown[] | undefined;
+    value.forEach((x, i) => {
+      const y = withoutSecretKeys(x, depth - 1);
+      if (y !== x) (copy ??= value.slice())[i] = y;
+    });
+    return (copy ?? value) as T;
+  }
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (proto !== Object.prototype && proto !== null) return value;
+  let copy: Record<string, unknown> | undefined;
+  for (const [k, x] of Object.entries(value as Record<string, unknown>)) {
+    const y = isSecretKey(k) ? REDACTED : withoutSecretKeys(x, depth - 1);
+    if (y !== x) (copy ??= { ...(value as Record<string, unknown>) })[k] = y;
+  }
+  return (copy ?? value) as T;
 }

@@ -3,7 +3,7 @@
 // a torn or rotted record from a good one, so a record is trusted only when
 // its length fits the file, its CRC matches and its body parses to a known
 // shape. Keys are short because every put pays for them on flash.
-import { createRequire } from 'node:module';
+import { builtin } from '../lib/builtin.js';
 import type { OutboxItem } from './types.js';
 
 /** length + CRC, in front of every body. */
@@ -73,7 +73,7 @@ export function crc32Table(data: Uint8Array): number {
 let native: ((data: Uint8Array) => number) | null | undefined;
 
 export function crc32(data: Uint8Array): number {
-  native ??= (createRequire(import.meta.url)('node:zlib') as { crc32?: (data: Uint8Array) => number }).crc32 ?? null;
+  native ??= builtin<{ crc32?: (data: Uint8Array) => number }>('node:zlib').crc32 ?? null;
   return native !== null ? native(data) >>> 0 : crc32Table(data);
 }
 

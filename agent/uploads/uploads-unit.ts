@@ -95,11 +95,15 @@ export interface UploadsUnitDeps {
 export class UploadsUnit implements DaemonUnit {
   readonly name = 'uploads';
   private running = false;
+  /** The index was read: without it nothing is queued (uploads are off until restart, as start() says). */
+  private indexRead = false;
   private work: Promise<void> = Promise.resolve();
   private indexLoaded: Promise<void> = Promise.resolve();
   private readonly line: WorkLine = {
     then: (step) => {
-      this.work = this.work.then(step);
+      // A step that throws all the same is a bug: said once, and the line goes on (a rejected line would skip
+      // every later step and leave the rejection unhandled).
+      this.work = this.work.then(step).catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'an upload step failed (a bug); the uploads go on'));
     },
     run: <T>(step: () => Promise<T>): Promise<T> => {
       const run = this.work.then(step);
@@ -135,6 +139,7 @@ export class UploadsUnit implements DaemonUnit {
     });
     this.work = this.indexLoaded = this.d.index.load().then(
       () => {
+        this.indexRead = true;
         if (!this.running) return;
         void this.sweepUrls();
         void this.d.window?.start().catch((err: unknown) => this.d.logger?.error({ err: String(err) }, 'cannot start the upload window; uploads run at any time'));
@@ -233,7 +238,7 @@ export class UploadsUnit implements DaemonUnit {
   }
 
   private async queue(p: UploadPayload): Promise<void> {
-    if (this.d.index.has(p)) return;
+    if (!this.indexRead || this.d.index.has(p)) return;
     const recording = { ino: p.ino, dev: p.dev, finalPath: p.path };
     // The finished file of a recording cancelled or refused by the paused service: never queued, and known
     // from now on by its own identity (one write), as a cancelled or refused whole file is.
@@ -264,7 +269,7 @@ export class UploadsUnit implements DaemonUnit {
 
   private async queueRecording(p: RealtimePayload): Promise<void> {
     // Cancelled or refused before: seen again (after a restart, or once the queue reclaimed its item), it is not started again.
-    if (await this.recordings.inIndex(p, p.path)) return;
+    if (!this.indexRead || (await this.recordings.inIndex(p, p.path))) return;
     if (!(await this.d.outbox.ready())) return;
     const birthMs = await bornMs(p.path);
     if (this.recordings.taken(p, undefined, birthMs)) return;

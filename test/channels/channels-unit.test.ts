@@ -2,11 +2,12 @@
 // its end is on flash, so status never shows fewer pending syncs than
 // `channels` or `queue` read from the disk a moment later.
 import { describe, expect, it } from '@jest/globals';
-import { ChannelsUnit } from '../../agent/channels/channels-unit.js';
+import { ChannelsUnit, RECONCILE_DELAY_MS } from '../../agent/channels/channels-unit.js';
 import { CHANNEL_SYNC_KIND } from '../../agent/channels/sync-worker.js';
 import type { ChannelSpec } from '../../agent/config/types.js';
 import { Harness } from '../outbox/harness.js';
 import { EventBus } from '../../agent/core/event-bus.js';
+import { FakeClock } from '../support/fake-clock.js';
 
 const audio: ChannelSpec = { key: 'audio', name: 'Audio', assetType: 'audio', deviceModelId: 'model-audio', detect: { anyPath: ['dev/snd/pcmC0D0c'] } };
 
@@ -21,6 +22,7 @@ describe('ChannelsUnit.report', () => {
       outbox: { ready: async () => true, put: (k, p, o) => ob.put(k, p, o), pending: (k) => ob.pending(k), unsettled: (k) => ob.unsettled(k) },
       inFlight: () => [],
       bus: new EventBus(),
+      clock: new FakeClock(),
     });
     const pending = (): unknown => (unit.report() as { channels: { pendingSyncs: number } }).channels.pendingSyncs;
     const put = ob.put(CHANNEL_SYNC_KIND, { why: 'test', detected: ['audio'] });
@@ -38,28 +40,45 @@ describe('ChannelsUnit.report', () => {
 });
 
 describe('ChannelsUnit.deviceSeen', () => {
-  it('reads the channel record a loop turn after the device record came, not in the same turn: the first heartbeat goes first', async () => {
-    let loads = 0;
-    const unit = new ChannelsUnit({
+  const unitCounting = (clock: FakeClock, loads: { n: number }): ChannelsUnit =>
+    new ChannelsUnit({
       specs: [audio],
       detector: { start: () => undefined, stop: () => undefined },
       map: {
         load: async () => {
-          loads++;
+          loads.n++;
           return {};
         },
       },
       outbox: { ready: async () => false, put: async () => Promise.reject(new Error('not here')), pending: () => [], unsettled: () => 0 },
       inFlight: () => [],
       bus: new EventBus(),
+      clock,
     });
+
+  it('reads the channel record a moment after the device record came, not before the first heartbeat\'s request', async () => {
+    const clock = new FakeClock();
+    const loads = { n: 0 };
+    const unit = unitCounting(clock, loads);
     unit.deviceSeen({ id: 'd', channels: [] } as never);
-    // What the controller set going in the same moment (the heartbeat's record and request) runs in
-    // microtasks: none of them reaches the record.
-    for (let i = 0; i < 20; i++) await Promise.resolve();
-    expect(loads).toBe(0);
-    await new Promise((resolve) => setImmediate(resolve));
+    // What the controller set going in the same moment (the heartbeat's attempt record, written
+    // through the thread pool, then its request) takes loop turns: none of them reaches the record.
+    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(loads.n).toBe(0);
+    await clock.advance(RECONCILE_DELAY_MS - 1);
+    expect(loads.n).toBe(0);
+    await clock.advance(1);
     await unit.stop();
-    expect(loads).toBe(1);
+    expect(loads.n).toBe(1);
+  });
+
+  it('a stop during the wait ends it at once, without reading the record (the next start reconciles)', async () => {
+    const clock = new FakeClock();
+    const loads = { n: 0 };
+    const unit = unitCounting(clock, loads);
+    unit.deviceSeen({ id: 'd', channels: [] } as never);
+    await unit.stop();
+    expect(loads.n).toBe(0);
+    expect(clock.nextAt()).toBeUndefined();
   });
 });

@@ -373,6 +373,9 @@ describe('run: refuses what it cannot use at start-up (exit 78), never blocks, h
     expect(readdirSync(path.join(state, 'queue', 'quarantine'))).toEqual(['seg-000001.log']);
     expect(r.stdout).toContain('corrupt segment moved aside');
     expect(r.stdout).toContain("upload index '");
+    // Uploads are off until restart, and nothing that finds a clip meanwhile reaches the unread index.
+    expect(r.stdout).not.toContain('unhandled rejection');
+    expect(r.stdout).not.toContain('failed to stop cleanly');
     expect(r.stdout).not.toContain('fca_env_token_for_run_0001');
   });
 });

@@ -19,13 +19,13 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-function rig() {
+function rig(index: Partial<ConstructorParameters<typeof UploadsUnit>[0]['index']> = {}) {
   const queueDir = mkdtempSync(path.join(tmpdir(), 'c2c-uploads-unit-'));
   dirs.push(queueDir);
   const clock = new FakeClock();
   const puts: unknown[] = [];
   const unit = new UploadsUnit({
-    index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined },
+    index: { load: async () => undefined, has: () => false, add: async () => undefined, hasRecording: () => false, addRecording: async () => undefined, recordingFinished: async () => undefined, ...index },
     outbox: {
       items: () => [],
       cancel: async () => false,
@@ -108,5 +108,32 @@ describe('UploadsUnit: the upload rate', () => {
     expect(unit.report().uploads).toMatchObject({ files: 0, bytesPerSecond: 0 });
     expect(unit.bytesPerSecond()).toBe(0);
     expect(unit.statusText()).toBeUndefined();
+  });
+});
+
+describe('UploadsUnit: an index it cannot read', () => {
+  it('queues nothing, found or asked for, and no step fails: uploads are off until restart, and stop() is clean', async () => {
+    const unread = (): never => {
+      throw new Error('the upload index was used before load()');
+    };
+    const { queueDir, clock, puts, unit } = rig({ load: async () => Promise.reject(new Error('a FIFO, not a regular file')), has: unread, hasRecording: unread });
+    const rejections: unknown[] = [];
+    const onRejection = (r: unknown): void => void rejections.push(r);
+    process.on('unhandledRejection', onRejection);
+    try {
+      unit.start();
+      await unit.loaded();
+      unit.fileReady(file('found.mp4'));
+      unit.fileGrowing({ ...file('growing.mp4'), channelKey: 'main' } as never);
+      await writeUploadRequest(queueDir, [file('asked.mp4')]);
+      await clock.advance(120_000);
+      await handled(unit);
+      await expect(unit.stop()).resolves.toBeUndefined();
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(puts).toEqual([]);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
   });
 });

@@ -15,9 +15,12 @@ const STATUS_MODE = 0o644;
 /**
  * Writes snapshots one at a time, newest wins: a burst of transitions
  * coalesces into one write, and an older snapshot never lands after a newer one.
+ * A snapshot may be given as the function that makes it: it is made when its
+ * write begins, after the loop has turned, so the state change that asked for
+ * it (the start's first heartbeat, say) goes on first.
  */
 export class FileSink<T> {
-  private pending: T | undefined;
+  private pending: T | (() => T | undefined) | undefined;
   private writing: Promise<void> | undefined;
 
   constructor(
@@ -26,7 +29,7 @@ export class FileSink<T> {
     private readonly mode = STATUS_MODE,
   ) {}
 
-  write(value: T): void {
+  write(value: T | (() => T | undefined)): void {
     this.pending = value;
     if (!this.writing) this.writing = this.drain();
   }
@@ -39,10 +42,12 @@ export class FileSink<T> {
   private async drain(): Promise<void> {
     try {
       while (this.pending !== undefined) {
-        const value = this.pending;
+        const next = this.pending;
         this.pending = undefined;
         try {
           await ensureDir(path.dirname(this.file));
+          const value = typeof next === 'function' ? (next as () => T | undefined)() : next;
+          if (value === undefined) continue;
           await writeFileAtomic(this.file, `${JSON.stringify(value, null, 2)}\n`, { mode: this.mode, durable: false });
         } catch (err) {
           this.onError(err);

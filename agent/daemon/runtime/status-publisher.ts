@@ -63,9 +63,9 @@ export class StatusPublisher implements DaemonUnit {
     return this.last && statusDocument(this.last, this.sections());
   }
 
+  /** Made when the sink's write begins (file-sink.ts): the units' sections are read then, once for a burst. */
   private write(): void {
-    const doc = this.document();
-    if (doc) this.sink.write(doc);
+    if (this.last) this.sink.write(() => this.document());
   }
 
   private sendLine(): void {
