@@ -88,9 +88,11 @@ const LOG_FIELDS_DEPTH = 6;
 
 /**
  * `value` with every secret key's value replaced, for a log line's fields.
- * Plain objects and arrays are walked; an object is copied only when a
- * secret is found in it, so a line without one costs a look at its keys.
- * The registered values inside text are scrub()'s, on the whole line.
+ * Arrays and objects are walked, by the own enumerable keys JSON writes
+ * (an object with toJSON, a Date or a Buffer, is written by it and left);
+ * an object is copied, as a plain one, only when a secret is found in it,
+ * so a line without one costs a look at its keys. The registered values
+ * inside text are scrub()'s, on the whole line.
  */
 export function withoutSecretKeys<T>(value: T, depth = LOG_FIELDS_DEPTH): T {
   if (depth === 0 || value === null || typeof value !== 'object') return value;
@@ -102,12 +104,17 @@ export function withoutSecretKeys<T>(value: T, depth = LOG_FIELDS_DEPTH): T {
     });
     return (copy ?? value) as T;
   }
-  const proto = Object.getPrototypeOf(value) as unknown;
-  if (proto !== Object.prototype && proto !== null) return value;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
   let copy: Record<string, unknown> | undefined;
   for (const [k, x] of Object.entries(value as Record<string, unknown>)) {
     const y = isSecretKey(k) ? REDACTED : withoutSecretKeys(x, depth - 1);
-    if (y !== x) (copy ??= { ...(value as Record<string, unknown>) })[k] = y;
+    if (y !== x) (copy ??= plainCopy(value))[k] = y;
   }
   return (copy ?? value) as T;
+}
+
+/** An object's own enumerable fields as a plain object; an error keeps its type, message and stack, as pino writes an error. */
+function plainCopy(value: object): Record<string, unknown> {
+  const fields: Record<string, unknown> = value instanceof Error ? { type: value.constructor.name, message: value.message, stack: value.stack } : {};
+  return Object.assign(fields, value);
 }

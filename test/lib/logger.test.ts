@@ -41,6 +41,17 @@ describe('log lines', () => {
     expect(err.accessToken).toBe('err-token-1');
   });
 
+  it('replace a secret field of a class instance, as JSON would write it, and leave what writes itself (toJSON)', () => {
+    class Grant {
+      readonly kind = 'device';
+      constructor(readonly refresh_token: string) {}
+    }
+    const c = capture();
+    c.logger.info({ grant: new Grant('rt-in-a-class'), at: new Date(0), bytes: Buffer.from('ab') }, 'kept');
+    expect(c.raw[0]).not.toContain('rt-in-a-class');
+    expect(c.lines[0]).toMatchObject({ grant: { kind: 'device', refresh_token: REDACTED }, at: '1970-01-01T00:00:00.000Z', bytes: { type: 'Buffer', data: [97, 98] } });
+  });
+
   it('leave an `err` that is text as text (most lines give an error\'s message)', () => {
     const c = capture();
     c.logger.warn({ err: 'AgentError: upload index is a FIFO' }, 'cannot read');
