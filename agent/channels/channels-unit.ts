@@ -49,11 +49,14 @@ export class ChannelsUnit implements DaemonUnit {
   private known: string[] | undefined;
   private queueing: Promise<void> = Promise.resolve();
   /** Ends the reconcile waits at stop: the next start's device check reconciles again. */
-  private readonly stopping = new AbortController();
+  private stopping = new AbortController();
+  /** Syncs that went through: a device record from before the last of them is out of date. */
+  private syncsDone = 0;
 
   constructor(private readonly d: ChannelsUnitDeps) {}
 
   start(): void {
+    this.stopping = new AbortController();
     const { bus } = this.d;
     bus.on('channelsDetected', this, ({ keys }) => this.changed(new Set(keys)));
     bus.on('deviceSeen', this, ({ device }) => this.deviceSeen(device));
@@ -82,9 +85,12 @@ export class ChannelsUnit implements DaemonUnit {
   deviceSeen(device: Device): void {
     if (this.d.specs.length === 0) return;
     const listed: DeviceChannel[] = device.channels ?? [];
+    const syncsBefore = this.syncsDone;
+    const { signal } = this.stopping;
     this.queueing = this.queueing.then(() =>
-      sleep(this.d.clock, RECONCILE_DELAY_MS, this.stopping.signal).then(
-        () => this.compare(listed),
+      sleep(this.d.clock, RECONCILE_DELAY_MS, signal).then(
+        // A sync that went through meanwhile left the service newer than this record says.
+        () => (this.syncsDone === syncsBefore ? this.compare(listed) : undefined),
         () => undefined,
       ),
     );
@@ -108,6 +114,7 @@ export class ChannelsUnit implements DaemonUnit {
 
   /** A sync went through: what the service now holds. */
   synced(map: ChannelMap): void {
+    this.syncsDone++;
     this.known = Object.keys(map).sort();
   }
 

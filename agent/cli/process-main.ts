@@ -5,14 +5,14 @@
 // reported as the bug it is. For cli/main.ts (dist/c2c-agent.mjs, every
 // command) and daemon/entry.ts (dist/c2c-agentd-main.cjs, the daemon systemd runs).
 import { EXIT } from '../lib/errors.js';
-import { fail } from './output.js';
+import { fail, stderr } from './output.js';
 import { checkNodeVersion } from './version.js';
 
 export function runMain(main: (argv: string[]) => Promise<number>): void {
   const argv = process.argv.slice(2);
   const tooOld = checkNodeVersion(process.versions.node);
   if (tooOld !== undefined) {
-    process.stderr.write(`${tooOld}\n`);
+    stderr().write(`${tooOld}\n`);
     process.exitCode = EXIT.config;
     return;
   }

@@ -108,13 +108,19 @@ export function withoutSecretKeys<T>(value: T, depth = LOG_FIELDS_DEPTH): T {
   let copy: Record<string, unknown> | undefined;
   for (const [k, x] of Object.entries(value as Record<string, unknown>)) {
     const y = isSecretKey(k) ? REDACTED : withoutSecretKeys(x, depth - 1);
-    if (y !== x) (copy ??= plainCopy(value))[k] = y;
+    if (y !== x) Object.defineProperty((copy ??= copyOf(value)), k, { value: y, enumerable: true, writable: true, configurable: true });
   }
   return (copy ?? value) as T;
 }
 
-/** An object's own enumerable fields as a plain object; an error keeps its type, message and stack, as pino writes an error. */
-function plainCopy(value: object): Record<string, unknown> {
-  const fields: Record<string, unknown> = value instanceof Error ? { type: value.constructor.name, message: value.message, stack: value.stack } : {};
-  return Object.assign(fields, value);
+/**
+ * The copy a secret field is replaced in: an object's own enumerable fields
+ * as a plain object; an error keeps its prototype and every own field
+ * (message, stack, cause), so it is still written as that error.
+ */
+function copyOf(value: object): Record<string, unknown> {
+  if (!(value instanceof Error)) return { ...(value as Record<string, unknown>) };
+  const copy = Object.create(Object.getPrototypeOf(value) as object) as Record<string, unknown>;
+  for (const k of Reflect.ownKeys(value)) Object.defineProperty(copy, k, Object.getOwnPropertyDescriptor(value, k) as PropertyDescriptor);
+  return copy;
 }

@@ -18,6 +18,8 @@ export interface ByHandDeps extends Pick<UploadsUnitDeps, 'outbox' | 'index' | '
   recordings: EndedRecordings;
   held: HeldFinds;
   line: WorkLine;
+  /** Whether the index of uploaded files was read at start (asked in line, after the read). */
+  indexRead: () => boolean;
 }
 
 /** One path asked for through the local API, and what became of it. */
@@ -54,6 +56,7 @@ export class ByHand {
   queueByHand(files: UploadPayload[], urgent: boolean): Promise<QueuedByHand[]> {
     return this.d.line.run(async () => {
       if (!(await this.d.outbox.ready())) throw new AgentError('unavailable', 'the upload queue could not be opened (see the daemon\'s log); nothing was queued');
+      if (files.length > 0 && !this.d.indexRead()) throw new AgentError('unavailable', 'the index of uploaded files could not be read (see the daemon\'s log): uploads are off until the daemon restarts; nothing was queued');
       const out: QueuedByHand[] = [];
       const batch: Array<{ p: UploadPayload; id: string | null }> = [];
       for (const p of files) {

@@ -124,7 +124,7 @@ export class UploadsUnit implements DaemonUnit {
   constructor(private readonly d: UploadsUnitDeps) {
     this.recordings = new EndedRecordings({ index: d.index, items: () => d.outbox.items() });
     this.held = new HeldFinds(d.logger);
-    this.byHand = new ByHand({ ...d, recordings: this.recordings, held: this.held, line: this.line });
+    this.byHand = new ByHand({ ...d, recordings: this.recordings, held: this.held, line: this.line, indexRead: () => this.indexRead });
     this.incoming = new IncomingRequests({ queueDir: d.queueDir, settleMs: d.settleMs, ...(d.roots && { roots: d.roots }), clock: d.clock, ...(d.logger && { logger: d.logger }), line: this.line, queue: (p) => this.queue(p) });
     this.rate = new RateMeter(d.clock);
   }

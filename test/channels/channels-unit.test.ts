@@ -82,3 +82,38 @@ describe('ChannelsUnit.deviceSeen', () => {
     expect(clock.nextAt()).toBeUndefined();
   });
 });
+
+describe('ChannelsUnit.deviceSeen: a sync during the wait', () => {
+  const rig = (clock: FakeClock, puts: unknown[]): ChannelsUnit =>
+    new ChannelsUnit({
+      specs: [audio],
+      detector: { start: () => undefined, stop: () => undefined },
+      map: { load: async () => ({}) },
+      outbox: {
+        ready: async () => true,
+        put: async (_kind, payload) => {
+          puts.push(payload);
+          return {} as never;
+        },
+        pending: () => [],
+        unsettled: () => 0,
+      },
+      inFlight: () => [],
+      bus: new EventBus(),
+      clock,
+    });
+
+  it('makes the device record it waited with out of date: nothing more is queued (without it, the same record queues one)', async () => {
+    for (const syncInBetween of [true, false]) {
+      const clock = new FakeClock();
+      const puts: unknown[] = [];
+      const unit = rig(clock, puts);
+      unit.changed(new Set(['audio']));
+      unit.deviceSeen({ id: 'd', channels: [] } as never);
+      if (syncInBetween) unit.synced({ audio: 'ch-1' });
+      await clock.advance(RECONCILE_DELAY_MS);
+      await unit.stop();
+      expect({ syncInBetween, queued: puts.length }).toEqual({ syncInBetween, queued: syncInBetween ? 0 : 1 });
+    }
+  });
+});

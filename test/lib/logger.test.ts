@@ -33,10 +33,13 @@ describe('log lines', () => {
 
   it('replace a secret field of a logged error, and leave the caller\'s objects untouched', () => {
     const c = capture();
-    const err = Object.assign(new Error('refused'), { accessToken: 'err-token-1', status: 401 });
+    const err = Object.assign(new TypeError('refused', { cause: new Error('socket hang up') }), { accessToken: 'err-token-1', status: 401, details: { token: 'err-token-2' } });
     const fields = { reply: { refresh_token: 'rt-2' } };
     c.logger.error({ err, ...fields }, 'failed');
-    expect(c.lines[0]).toMatchObject({ err: { message: 'refused', accessToken: REDACTED, status: 401 }, reply: { refresh_token: REDACTED } });
+    // Still written as the error it is: its type, and its cause in the message and stack.
+    expect(c.lines[0]).toMatchObject({ err: { type: 'TypeError', message: 'refused: socket hang up', accessToken: REDACTED, status: 401, details: { token: REDACTED } }, reply: { refresh_token: REDACTED } });
+    expect((c.lines[0]?.err as { stack: string }).stack).toContain('caused by: Error: socket hang up');
+    expect(c.raw[0]).not.toContain('err-token-');
     expect(fields.reply.refresh_token).toBe('rt-2');
     expect(err.accessToken).toBe('err-token-1');
   });

@@ -126,6 +126,9 @@ describe('UploadsUnit: an index it cannot read', () => {
       unit.fileReady(file('found.mp4'));
       unit.fileGrowing({ ...file('growing.mp4'), channelKey: 'main' } as never);
       await writeUploadRequest(queueDir, [file('asked.mp4')]);
+      // Asked for through the local API: refused in a sentence (503), not a bug's 500.
+      const refused = (await unit.queueByHand([file('by-hand.mp4')], false).catch((err: unknown) => err)) as { kind?: string; message?: string };
+      expect({ kind: refused.kind, offUntilRestart: refused.message?.includes('uploads are off until the daemon restarts') }).toEqual({ kind: 'unavailable', offUntilRestart: true });
       await clock.advance(120_000);
       await handled(unit);
       await expect(unit.stop()).resolves.toBeUndefined();
