@@ -28,7 +28,7 @@ export async function run(ctx: CommandContext): Promise<number> {
       if (settings.web === undefined) throw configError(`the web page is off, so it has no PIN: set webListen (--web-listen HOST:PORT, C2C_WEB_LISTEN, or key webListen in ${settings.configFile}) and restart the agent`, 'webListen');
       throw new AgentError('unavailable', `the web page has no PIN yet (${webPinFileOf(settings.stateDir)}): the daemon makes it when it starts with webListen set; ${settings.startAdvice}`);
     }
-    // Not through output.ts: this line is the one place the PIN is meant to be shown.
+    // Not through printLine, which cuts registered secrets out: this line is the one place the PIN is meant to be shown.
     stdout().write(`${pin}\n`);
     if (settings.web === undefined) stderr().write('the web page is off (webListen is not set): this PIN works once it is on again\n');
     else stderr().write(`open ${pageUrls(settings.web).join(' or ')} on a phone on the same network, and type the PIN\n`);

@@ -20,7 +20,6 @@ export function expandColdModule(name: string, packed: string): unknown {
   // zlib is loaded here, not at start: a module of its own that the daemon's
   // steady state does not otherwise need.
   const { brotliDecompressSync } = builtin<typeof import('node:zlib')>('node:zlib');
-  const require = builtinRequire;
   const code = brotliDecompressSync(Buffer.from(packed, 'base64')).toString('utf8');
   // The bundle's own file stands in for the module's file: its require()
   // reaches node's built-ins, which is all these modules were built to need.
@@ -28,7 +27,7 @@ export function expandColdModule(name: string, packed: string): unknown {
   const module = { exports: {} as unknown };
   // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the text is the build's own output, never input
   const run = new Function('exports', 'require', 'module', '__filename', '__dirname', `${code}\n//# sourceURL=c2c-agent-cold:${name}`);
-  run(module.exports, require, module, filename, filename.replace(/\/[^/]*$/, ''));
+  run(module.exports, builtinRequire, module, filename, filename.replace(/\/[^/]*$/, ''));
   loaded.set(name, module.exports);
   return module.exports;
 }
@@ -46,12 +45,11 @@ type HotModule = { cjs: unknown } | { esm: unknown };
  */
 export function expandColdCode(name: string, packed: string, hot: Record<string, HotModule>, bundleUrl: string, shared: Record<string, HotModule> = {}): Record<string, unknown> {
   if (loaded.has(name)) return loaded.get(name) as Record<string, unknown>;
-  const nodeRequire = builtinRequire;
   const { brotliDecompressSync } = builtin<typeof import('node:zlib')>('node:zlib');
   const code = brotliDecompressSync(Buffer.from(packed, 'base64')).toString('utf8');
   const require = (id: string): unknown => {
     const m = Object.hasOwn(hot, id) ? hot[id] : Object.hasOwn(shared, id) ? shared[id] : undefined;
-    if (m === undefined) return nodeRequire(id);
+    if (m === undefined) return builtinRequire(id);
     return 'cjs' in m ? m.cjs : m.esm;
   };
   const filename = fileURLToPath(bundleUrl);

@@ -9,9 +9,9 @@ export type { Logger };
 // through pino's formatter and error serializer rather than its `redact`
 // paths: those are parsed again and the fields cloned for every object in
 // every line, about 0.5 ms a line under the unit's --no-opt against 0.03
-// (docs/benchmarks.md, "Start-up").
-// A serialized error's own fields, as a plain object the walk looks into; an `err` that is
-// not an Error (most lines give its text) is left as it is, as pino's serializer leaves it.
+// (docs/benchmarks.md, "Start-up"). The serializer walks a serialized error's
+// own fields as a plain object; an `err` that is not an Error (most lines give
+// its text) is left as it is, as pino's serializer leaves it.
 const errWithoutSecretKeys = (err: unknown): unknown => {
   const out: unknown = pino.stdSerializers.err(err as Error);
   return out !== null && typeof out === 'object' ? withoutSecretKeys({ ...out }) : out;
