@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { coldDependencies } from './build-cold.mjs';
 import { coldAgentCode, DAEMON_COLD_CODE } from './build-cold-code.mjs';
+import { oneCopyPerBuiltin } from './build-builtins.mjs';
 import { unusedDependencyStubs } from './build-stubs.mjs';
 
 /** The bundle's budget on disk: `npm run bench` reports against it, test/cli/cold-modules.test.ts holds the bundle to it. */
@@ -80,7 +81,9 @@ export function daemonOptions(outfile, { plugins = [] } = {}) {
     define: { ...agent.define, 'import.meta.url': '__c2cFileUrl' },
     plugins: [...plugins, unusedDependencyStubs, coldDependencies(root)],
   };
-  return { ...base, plugins: [coldAgentCode(root, base, { coldCode: DAEMON_COLD_CODE, sharedBy: 2 }), ...base.plugins] };
+  // oneCopyPerBuiltin only here: the CLI bundle is an ES module, whose imports of built-ins stay imports;
+  // the packs, which base.plugins builds, are left as they are.
+  return { ...base, plugins: [coldAgentCode(root, base, { coldCode: DAEMON_COLD_CODE, sharedBy: 2 }), oneCopyPerBuiltin, ...base.plugins] };
 }
 
 /**

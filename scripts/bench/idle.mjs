@@ -4,8 +4,17 @@
 // 24 agent hours and its growth, a leak check, and CPU per agent hour.
 //
 // What is measured, and why this is an honest comparison:
-// - RSS: VmRSS of the agent at --time-scale N right after its 10th heartbeat
-//   at the referee, vs the bare process's VmRSS at the same moment. Both run
+// - RSS: VmRSS of the agent right after its 10th heartbeat at the referee,
+//   vs the bare process's VmRSS at the same moment. The agents measured at
+//   their 10th heartbeat run at --time-scale 60 (TEN_BEATS_SCALE): their 10th
+//   comes 10 to 50 s after start, a camera's 10 to 50 minutes after its
+//   start. V8 returns the memory of the start-up (young generation grown to
+//   its 1 MiB semi-spaces, the start's garbage) in its memory reducer's
+//   first pass, about 8 s after start in real time, whatever the agent's
+//   clock says; at --time-scale 600 the 10th heartbeat came some 3 s after
+//   start, before that pass, and measured a start-up no camera still has at
+//   its 10th heartbeat. That figure stays, as a row for comparison (the
+//   24-hour agent, at 600). Both run
 //   with the systemd unit's environment (NODE_OPTIONS, glibc's malloc
 //   tuning), as a camera runs the agent (beside
 //   them, an agent and a bare process without those flags, for comparison). Over
@@ -47,6 +56,8 @@ import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs'
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
 
 export const RSS_RATIO_GOAL = 1.3;
+/** The time scale of the agents measured at their 10th heartbeat (see above): past V8's first memory-reducer pass, as a camera is. */
+export const TEN_BEATS_SCALE = 60;
 export const GROWTH_GOAL_MIB = 2;
 /** What a UI attached to the local API may cost the idle daemon. */
 export const API_CLIENT_GOAL_MIB = 1;
@@ -152,45 +163,55 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   writeFileSync(probe, GC_PROBE);
   writeFileSync(gcOut, '');
 
-  const [fast, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 8), fakeCloud(1, 2), fakeCloud(scale, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
+  const [fast, ten, slow, plain, nFast, nSd] = await Promise.all([fakeCloud(scale, 2), fakeCloud(TEN_BEATS_SCALE, 8), fakeCloud(1, 2), fakeCloud(TEN_BEATS_SCALE, 1, { plainHttp: true }), notifySocket('fast'), notifySocket('sd')]);
   // As the unit runs it: its node flags for every agent and for the bare baseline.
   const unitEnv = unitEnvironment(root);
   const bare = bareNode(unitEnv);
   // And its cache directory (CacheDirectory=) with the code cache a first start wrote, as on a camera from then on.
-  const unit = { ...unitEnv, CACHE_DIRECTORY: await codeCacheDir(fast, scale, 7, unitEnv) };
+  const unit = { ...unitEnv, CACHE_DIRECTORY: await codeCacheDir(ten, TEN_BEATS_SCALE, 7, unitEnv) };
   const launchedAt = Date.now();
   // As under systemd (STATUS= lines on every state change), no watchdog.
+  const aTen = agent(ten, TEN_BEATS_SCALE, 'ten', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  // The same at --time-scale `scale`: its 10th heartbeat before V8's first memory-reducer pass (a row for comparison), then the 24 agent hours and the CPU figures.
   const aFast = agent(fast, scale, 'fast', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
   const aGc = agent(fast, scale, 'gc-diagnostic', { deviceIndex: 1, nodeArgs: ['--expose-gc', '--import', probe], env: { ...unit, BENCH_GC_OUT: gcOut } });
   const aSlow = agent(slow, 1, 'slow', { env: unit });
   // The same daemon over plain HTTP on loopback, and trusting the CA with caFile: what TLS and caFile cost.
   // Under the same notify socket as the first: STATUS= lines run systemd-notify children, and differ in nothing else.
-  const aPlain = agent(plain, scale, 'plain-http', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
-  const aCaFile = agent(fast, scale, 'ca-file', { deviceIndex: 3, trust: 'caFile', env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  const aPlain = agent(plain, TEN_BEATS_SCALE, 'plain-http', { env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  const aCaFile = agent(ten, TEN_BEATS_SCALE, 'ca-file', { deviceIndex: 3, trust: 'caFile', env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
   // Without the unit's node flags (node's defaults), beside a bare process without them: what the flags do.
   const bareDefault = bareNode();
-  const aDefault = agent(fast, scale, 'no-flags', { deviceIndex: 4, env: { NOTIFY_SOCKET: nFast.sock } });
+  const aDefault = agent(ten, TEN_BEATS_SCALE, 'no-flags', { deviceIndex: 4, env: { NOTIFY_SOCKET: nFast.sock } });
   // Scale 1 with a 1 s watchdog: the price of one WATCHDOG=1 ping.
   const aSd = agent(slow, 1, 'sd', { env: { ...unit, NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
   // The same as aFast, with a UI attached to its local API: one events reader for the whole run.
-  const aApi = agent(fast, scale, 'api-client', { deviceIndex: 2, env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
+  const aApi = agent(ten, TEN_BEATS_SCALE, 'api-client', { deviceIndex: 2, env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
   const reader = await eventsClient(path.join(tmp, 'api-client', 'run', 'api.sock'));
   // The web page on (webListen), nobody on it; and on with one phone signed in and reading its live updates.
   const [webPort, webOpenPort] = [await freePort(), await freePort()];
-  const aWeb = agent(fast, scale, 'web-on', { deviceIndex: 5, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webPort}` } });
-  const aWebOpen = agent(fast, scale, 'web-open', { deviceIndex: 6, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webOpenPort}` } });
+  const aWeb = agent(ten, TEN_BEATS_SCALE, 'web-on', { deviceIndex: 5, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webPort}` } });
+  const aWebOpen = agent(ten, TEN_BEATS_SCALE, 'web-open', { deviceIndex: 6, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webOpenPort}` } });
   const phone = await webPage(webOpenPort, path.join(tmp, 'web-open', 'state'));
 
   await waitHeartbeats(slow, 1, 20_000);
-  const tenBeats = (10 * 300 * 1000) / scale + 20_000;
-  await Promise.all([waitHeartbeats(fast, 10, tenBeats), waitHeartbeats(plain, 10, tenBeats), waitHeartbeats(fast, 10, tenBeats, 3), waitHeartbeats(fast, 10, tenBeats, 4), waitHeartbeats(fast, 10, tenBeats, 5), waitHeartbeats(fast, 10, tenBeats, 6)]);
-  const at10 = { agent: rssKiB(aFast.pid), bare: rssKiB(bare.pid), plain: rssKiB(aPlain.pid), caFile: rssKiB(aCaFile.pid), noFlags: rssKiB(aDefault.pid), bareNoFlags: rssKiB(bareDefault.pid), web: rssKiB(aWeb.pid), webOpen: rssKiB(aWebOpen.pid) };
+  // Each read at its own 10th heartbeat (a wait of 0.1 s past the referee's count at most).
+  const tenth = async (cloud, deviceIndex, pid, timeoutMs) => {
+    const r = await waitHeartbeats(cloud, 10, timeoutMs, deviceIndex);
+    return { kib: rssKiB(pid), bare: rssKiB(bare.pid), s: (Date.now() - launchedAt) / 1000, heartbeats: r.heartbeats };
+  };
+  const tenBeats = (10 * 300 * 1000) / TEN_BEATS_SCALE + 20_000;
+  const [fastAt10, main, plainAt, caAt, noFlagsAt, webAt, webOpenAt, apiAt] = await Promise.all([
+    tenth(fast, 0, aFast.pid, (10 * 300 * 1000) / scale + 20_000),
+    tenth(ten, 0, aTen.pid, tenBeats), tenth(plain, 0, aPlain.pid, tenBeats), tenth(ten, 3, aCaFile.pid, tenBeats),
+    waitHeartbeats(ten, 10, tenBeats, 4).then(() => ({ kib: rssKiB(aDefault.pid), bare: rssKiB(bareDefault.pid) })),
+    tenth(ten, 5, aWeb.pid, tenBeats), tenth(ten, 6, aWebOpen.pid, tenBeats), tenth(ten, 2, aApi.pid, tenBeats),
+  ]);
+  const at10 = { agent: main.kib, bare: main.bare, fast: fastAt10.kib, bareFast: fastAt10.bare, plain: plainAt.kib, caFile: caAt.kib, noFlags: noFlagsAt.kib, bareNoFlags: noFlagsAt.bare, web: webAt.kib, webOpen: webOpenAt.kib, api: apiAt.kib };
   phone.close();
-  // Only the HTTPS agents with the unit's flags run on: the 24-hour window and the CPU figures are theirs.
-  for (const c of [aPlain, aCaFile, aDefault, bareDefault, aWeb, aWebOpen]) endChild(c);
-  await waitHeartbeats(fast, 10, 20_000, 2);
-  at10.api = rssKiB(aApi.pid);
+  // Only the HTTPS agents with the unit's flags at `scale` run on: the 24-hour window and the CPU figures are theirs.
   reader.close();
+  for (const c of [aTen, aPlain, aCaFile, aDefault, bareDefault, aWeb, aWebOpen, aApi]) endChild(c);
   const gcSkip = readFileSync(gcOut, 'utf8').split('\n').filter(Boolean).length;
 
   // The 24 agent hours, sampled every real second; the CPU window opens once start-up has settled.
@@ -242,6 +263,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const span = `${hours} agent hours`;
   const rows = [
     row("idle RSS after 10 heartbeats (HTTPS, the unit's node flags)", { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
+    row(`idle RSS after 10 heartbeats at --time-scale ${scale} (${fmt(fastAt10.s, 1)} s after start: the start-up's memory not yet returned)`, { agent: `${fmt(at10.fast / 1024, 1)} MiB`, baseline: `${fmt(at10.bareFast / 1024, 1)} MiB bare node`, ratio: at10.fast / at10.bareFast, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats, plain HTTP (loopback)', { agent: `${fmt(at10.plain / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.plain / at10.bare, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats, HTTPS trusting caFile', { agent: `${fmt(at10.caFile / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.caFile / at10.bare, goal: 'none (for comparison)' }),
     row("idle RSS after 10 heartbeats (HTTPS), without the unit's environment (node flags, malloc tuning)", { agent: `${fmt(at10.noFlags / 1024, 1)} MiB`, baseline: `${fmt(at10.bareNoFlags / 1024, 1)} MiB bare node without them`, ratio: at10.noFlags / at10.bareNoFlags, goal: 'none (for comparison)' }),
@@ -260,7 +282,8 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const notes = [
     `Web page: two more agents like the first with webListen set, measured at their own 10th heartbeat: one that nobody opened (its page's code never loaded), one with a phone signed in from its start and reading the page's live updates (${phone.seen.lines} lines). webListen off is the first row.`,
     `Local API: an agent like the first, with one GET /v1/events reader attached from its start (it read ${reader.seen.lines} lines, ${reader.seen.heartbeats} of them heartbeats), measured at its own 10th heartbeat.`,
-    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10th heartbeat; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
+    `10 heartbeats: the agents at --time-scale ${TEN_BEATS_SCALE}, each read at its own 10th heartbeat (the HTTPS one ${fmt(main.s, 1)} s after start, past V8's first memory-reducer pass some 8 s after start; a camera's 10th heartbeat comes 10 to 50 minutes after its start); the --time-scale ${scale} agent read at its own 10th, ${fmt(fastAt10.s, 1)} s after start.`,
+    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10-heartbeat readings; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
     `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
     `CPU: window ${fmt(realS, 1)} s real from ${settleS} s after launch = ${fmt(agentHours, 2)} agent hours at scale ${scale}: ${hb} heartbeats (${fmt(hbPerHour, 1)}/agent hour), ` +
       `${fmt(perHeartbeat * 1000, 1)} ms CPU each; idle at scale 1 ${fmt(idleRate * 3600, 3)} s per hour (its ${slowHb} heartbeat(s) in the window priced at the scale-${scale} agent's cost and taken out); ` +

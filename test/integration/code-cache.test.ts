@@ -170,4 +170,12 @@ describe('the daemon file run through the loader', () => {
     }
     expect(packs).toBeGreaterThan(3);
   });
+
+  it('requires each node built-in its ES modules import once, as one module of its own (scripts/build-builtins.mjs), not a copy per importer', () => {
+    const main = readFileSync(join(ROOT, 'dist/c2c-agentd-main.cjs'), 'utf8');
+    // esbuild's copy of a CommonJS module for an ES module's import: __toESM(require("node:x"), 1), minified to <name>(require("node:x"),1).
+    expect(main.match(/[\w$]+\(require\("node:[\w/]+"\),1\)/g) ?? []).toEqual([]);
+    // node:path, imported by some thirty of the daemon's modules, is required twice: the module's default and its re-exported names.
+    expect(main.match(/require\("node:path"\)/g)?.length).toBeLessThanOrEqual(3);
+  });
 });
