@@ -82,7 +82,7 @@ export function daemonOptions(outfile, { plugins = [] } = {}) {
     plugins: [...plugins, unusedDependencyStubs, coldDependencies(root)],
   };
   // oneCopyPerBuiltin only here: the CLI bundle is an ES module, whose imports of built-ins stay imports;
-  // the packs, which base.plugins builds, are left as they are.
+  // and not in base.plugins, which builds the packs (build-builtins.mjs says why).
   return { ...base, plugins: [coldAgentCode(root, base, { coldCode: DAEMON_COLD_CODE, sharedBy: 2 }), oneCopyPerBuiltin, ...base.plugins] };
 }
 

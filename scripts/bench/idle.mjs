@@ -58,6 +58,8 @@ import { unitEnvironment } from '../bench-upload-helpers.mjs';
 export const RSS_RATIO_GOAL = 1.3;
 /** The time scale of the agents measured at their 10th heartbeat (see above): past V8's first memory-reducer pass, as a camera is. */
 export const TEN_BEATS_SCALE = 60;
+/** Real seconds after launch before which those agents are not read: V8's first memory-reducer pass comes about 8 s after start. */
+const REDUCER_PASS_S = 12;
 export const GROWTH_GOAL_MIB = 2;
 /** What a UI attached to the local API may cost the idle daemon. */
 export const API_CLIENT_GOAL_MIB = 1;
@@ -195,39 +197,47 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const phone = await webPage(webOpenPort, path.join(tmp, 'web-open', 'state'));
 
   await waitHeartbeats(slow, 1, 20_000);
-  // Each read at its own 10th heartbeat (a wait of 0.1 s past the referee's count at most).
-  const tenth = async (cloud, deviceIndex, pid, timeoutMs) => {
+  // Each read at its own 10th heartbeat (a wait of 0.1 s past the referee's count at most), the
+  // agents at TEN_BEATS_SCALE also not before REDUCER_PASS_S; beside each, the bare process it is compared with.
+  const tenth = async (cloud, deviceIndex, pid, timeoutMs, { notBeforeS = 0, base = bare } = {}) => {
     const r = await waitHeartbeats(cloud, 10, timeoutMs, deviceIndex);
-    return { kib: rssKiB(pid), bare: rssKiB(bare.pid), s: (Date.now() - launchedAt) / 1000, heartbeats: r.heartbeats };
+    await sleep(Math.max(0, notBeforeS * 1000 - (Date.now() - launchedAt)));
+    return { kib: rssKiB(pid), bare: rssKiB(base.pid), s: (Date.now() - launchedAt) / 1000, heartbeats: r.heartbeats };
   };
-  const tenBeats = (10 * 300 * 1000) / TEN_BEATS_SCALE + 20_000;
-  const [fastAt10, main, plainAt, caAt, noFlagsAt, webAt, webOpenAt, apiAt] = await Promise.all([
-    tenth(fast, 0, aFast.pid, (10 * 300 * 1000) / scale + 20_000),
-    tenth(ten, 0, aTen.pid, tenBeats), tenth(plain, 0, aPlain.pid, tenBeats), tenth(ten, 3, aCaFile.pid, tenBeats),
-    waitHeartbeats(ten, 10, tenBeats, 4).then(() => ({ kib: rssKiB(aDefault.pid), bare: rssKiB(bareDefault.pid) })),
-    tenth(ten, 5, aWeb.pid, tenBeats), tenth(ten, 6, aWebOpen.pid, tenBeats), tenth(ten, 2, aApi.pid, tenBeats),
-  ]);
-  const at10 = { agent: main.kib, bare: main.bare, fast: fastAt10.kib, bareFast: fastAt10.bare, plain: plainAt.kib, caFile: caAt.kib, noFlags: noFlagsAt.kib, bareNoFlags: noFlagsAt.bare, web: webAt.kib, webOpen: webOpenAt.kib, api: apiAt.kib };
-  phone.close();
-  // Only the HTTPS agents with the unit's flags at `scale` run on: the 24-hour window and the CPU figures are theirs.
-  reader.close();
-  for (const c of [aTen, aPlain, aCaFile, aDefault, bareDefault, aWeb, aWebOpen, aApi]) endChild(c);
+  const fastAt10 = await tenth(fast, 0, aFast.pid, (10 * 300 * 1000) / scale + 20_000);
   const gcSkip = readFileSync(gcOut, 'utf8').split('\n').filter(Boolean).length;
 
-  // The 24 agent hours, sampled every real second; the CPU window opens once start-up has settled.
+  // The 24 agent hours from the scale-`scale` agent's 10th heartbeat, sampled every real second
+  // while the others reach their 10th; the CPU window opens once start-up has settled.
   const windowMs = (hours * 3600 * 1000) / scale;
   const samples = { agent: [], bare: [], gcAgent: [] };
   const t0 = Date.now();
   const hb0 = (await referee(fast)).heartbeats;
   let before;
   const snapshot = async () => ({ fast: cpuWithChildren(aFast.pid), slow: cpuSeconds(aSlow.pid), sd: cpuWithChildren(aSd.pid), pings: nSd.counts.watchdog, bare: cpuSeconds(bare.pid), fastRef: await referee(fast), slowRef: await referee(slow), sdRef: await referee(slow, 1), at: process.hrtime.bigint() });
-  for (let i = 0; Date.now() - t0 < windowMs; i++) {
-    samples.agent.push(rssKiB(aFast.pid) / 1024);
-    samples.bare.push(rssKiB(bare.pid) / 1024);
-    samples.gcAgent.push(rssKiB(aGc.pid) / 1024);
-    if (before === undefined && Date.now() - launchedAt >= settleS * 1000) before = await snapshot();
-    await sleep(Math.max(0, t0 + (i + 1) * 1000 - Date.now()));
-  }
+  const sampling = (async () => {
+    for (let i = 0; Date.now() - t0 < windowMs; i++) {
+      samples.agent.push(rssKiB(aFast.pid) / 1024);
+      samples.bare.push(rssKiB(bare.pid) / 1024);
+      samples.gcAgent.push(rssKiB(aGc.pid) / 1024);
+      if (before === undefined && Date.now() - launchedAt >= settleS * 1000) before = await snapshot();
+      await sleep(Math.max(0, t0 + (i + 1) * 1000 - Date.now()));
+    }
+  })();
+
+  const tenBeats = (10 * 300 * 1000) / TEN_BEATS_SCALE + 20_000;
+  const settled = { notBeforeS: REDUCER_PASS_S };
+  const [main, plainAt, caAt, noFlagsAt, webAt, webOpenAt, apiAt] = await Promise.all([
+    tenth(ten, 0, aTen.pid, tenBeats, settled), tenth(plain, 0, aPlain.pid, tenBeats, settled), tenth(ten, 3, aCaFile.pid, tenBeats, settled),
+    tenth(ten, 4, aDefault.pid, tenBeats, { ...settled, base: bareDefault }),
+    tenth(ten, 5, aWeb.pid, tenBeats, settled), tenth(ten, 6, aWebOpen.pid, tenBeats, settled), tenth(ten, 2, aApi.pid, tenBeats, settled),
+  ]);
+  const at10 = { agent: main.kib, bare: main.bare, fast: fastAt10.kib, bareFast: fastAt10.bare, plain: plainAt.kib, barePlain: plainAt.bare, caFile: caAt.kib, bareCaFile: caAt.bare, noFlags: noFlagsAt.kib, bareNoFlags: noFlagsAt.bare, web: webAt.kib, webOpen: webOpenAt.kib, api: apiAt.kib };
+  phone.close();
+  reader.close();
+  // Only the HTTPS agents with the unit's flags at `scale` run on: the 24-hour window and the CPU figures are theirs.
+  for (const c of [aTen, aPlain, aCaFile, aDefault, bareDefault, aWeb, aWebOpen, aApi]) endChild(c);
+  await sampling;
   before ??= await snapshot();
   await sleep(Math.max(0, 1000 - Number(process.hrtime.bigint() - before.at) / 1e6));
   const after = await snapshot();
@@ -264,8 +274,8 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const rows = [
     row("idle RSS after 10 heartbeats (HTTPS, the unit's node flags)", { agent: `${fmt(at10.agent / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.agent / at10.bare, goal: `<= ${RSS_RATIO_GOAL}x`, pass: at10.agent / at10.bare <= RSS_RATIO_GOAL }),
     row(`idle RSS after 10 heartbeats at --time-scale ${scale} (${fmt(fastAt10.s, 1)} s after start: the start-up's memory not yet returned)`, { agent: `${fmt(at10.fast / 1024, 1)} MiB`, baseline: `${fmt(at10.bareFast / 1024, 1)} MiB bare node`, ratio: at10.fast / at10.bareFast, goal: 'none (for comparison)' }),
-    row('idle RSS after 10 heartbeats, plain HTTP (loopback)', { agent: `${fmt(at10.plain / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.plain / at10.bare, goal: 'none (for comparison)' }),
-    row('idle RSS after 10 heartbeats, HTTPS trusting caFile', { agent: `${fmt(at10.caFile / 1024, 1)} MiB`, baseline: `${fmt(at10.bare / 1024, 1)} MiB bare node`, ratio: at10.caFile / at10.bare, goal: 'none (for comparison)' }),
+    row('idle RSS after 10 heartbeats, plain HTTP (loopback)', { agent: `${fmt(at10.plain / 1024, 1)} MiB`, baseline: `${fmt(at10.barePlain / 1024, 1)} MiB bare node`, ratio: at10.plain / at10.barePlain, goal: 'none (for comparison)' }),
+    row('idle RSS after 10 heartbeats, HTTPS trusting caFile', { agent: `${fmt(at10.caFile / 1024, 1)} MiB`, baseline: `${fmt(at10.bareCaFile / 1024, 1)} MiB bare node`, ratio: at10.caFile / at10.bareCaFile, goal: 'none (for comparison)' }),
     row("idle RSS after 10 heartbeats (HTTPS), without the unit's environment (node flags, malloc tuning)", { agent: `${fmt(at10.noFlags / 1024, 1)} MiB`, baseline: `${fmt(at10.bareNoFlags / 1024, 1)} MiB bare node without them`, ratio: at10.noFlags / at10.bareNoFlags, goal: 'none (for comparison)' }),
     row('idle RSS after 10 heartbeats (HTTPS), local API with an events reader attached', { agent: `${fmt(at10.api / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (socket served, no client)`, ratio: `${signed((at10.api - at10.agent) / 1024)} MiB`, goal: `<= +${API_CLIENT_GOAL_MIB} MiB`, pass: (at10.api - at10.agent) / 1024 <= API_CLIENT_GOAL_MIB }),
     row('idle RSS after 10 heartbeats (HTTPS), web page on, no page open', { agent: `${fmt(at10.web / 1024, 1)} MiB`, baseline: `${fmt(at10.agent / 1024, 1)} MiB the HTTPS row (webListen off)`, ratio: `${signed((at10.web - at10.agent) / 1024)} MiB`, goal: `<= +${WEB_PAGE_GOAL_MIB} MiB`, pass: (at10.web - at10.agent) / 1024 <= WEB_PAGE_GOAL_MIB }),
@@ -282,8 +292,8 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const notes = [
     `Web page: two more agents like the first with webListen set, measured at their own 10th heartbeat: one that nobody opened (its page's code never loaded), one with a phone signed in from its start and reading the page's live updates (${phone.seen.lines} lines). webListen off is the first row.`,
     `Local API: an agent like the first, with one GET /v1/events reader attached from its start (it read ${reader.seen.lines} lines, ${reader.seen.heartbeats} of them heartbeats), measured at its own 10th heartbeat.`,
-    `10 heartbeats: the agents at --time-scale ${TEN_BEATS_SCALE}, each read at its own 10th heartbeat (the HTTPS one ${fmt(main.s, 1)} s after start, past V8's first memory-reducer pass some 8 s after start; a camera's 10th heartbeat comes 10 to 50 minutes after its start); the --time-scale ${scale} agent read at its own 10th, ${fmt(fastAt10.s, 1)} s after start.`,
-    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the 10-heartbeat readings; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
+    `10 heartbeats: the agents at --time-scale ${TEN_BEATS_SCALE}, each read at its own 10th heartbeat and not before ${REDUCER_PASS_S} s after start (the HTTPS one ${fmt(main.s, 1)} s after start, past V8's first memory-reducer pass some 8 s after start; a camera's 10th heartbeat comes 10 to 50 minutes after its start); the --time-scale ${scale} agent read at its own 10th, ${fmt(fastAt10.s, 1)} s after start.`,
+    `RSS: VmRSS every second for ${fmt(windowMs / 1000, 0)} s real (${span} at --time-scale ${scale}, ${hbWindow} heartbeats), from the --time-scale ${scale} agent's 10th heartbeat; growth = median of the last third - median of the first third (its ratio column is the difference agent - bare node: a ratio of two growths near 0 means nothing).`,
     `${verdict}. [diagnostic agent with --expose-gc and a preload, benchmark only: its RSS grew ${signed(growth.gcAgent)} MiB; external ${signed(live('external'))} MiB, arrayBuffers ${signed(live('arrayBuffers'))} MiB; ${gcSamples.length} samples]`,
     `CPU: window ${fmt(realS, 1)} s real from ${settleS} s after launch = ${fmt(agentHours, 2)} agent hours at scale ${scale}: ${hb} heartbeats (${fmt(hbPerHour, 1)}/agent hour), ` +
       `${fmt(perHeartbeat * 1000, 1)} ms CPU each; idle at scale 1 ${fmt(idleRate * 3600, 3)} s per hour (its ${slowHb} heartbeat(s) in the window priced at the scale-${scale} agent's cost and taken out); ` +
