@@ -38,7 +38,7 @@ const PARTS = {
   bundle: { ids: ['bundle'], about: 'bundle size', run: () => bundleSize() },
   start: { ids: ['start', 'startcold'], about: 'start to first heartbeat', run: () => startup({ runs: quick ? 3 : 15 }) },
   idle: { ids: ['rss10', 'rss10fast', 'rss10plain', 'rss10cafile', 'rss10noflags', 'rss10api', 'rss10web', 'rss10webpage', 'rss24', 'growth', 'cpu'], about: `idle RSS and CPU (${quick ? 'about 1 min' : 'about 4 min'})`, run: () => idle(quick ? { hours: 4, settleS: 10 } : {}) },
-  features: { ids: FEATURE_ROWS.map((n) => `feature-${n}`), about: `each feature's cost to an idle daemon, on but unused and used (about 2 min)`, run: () => featureCosts() },
+  features: { ids: FEATURE_ROWS.map((n) => `feature-${n}`), about: `each feature's cost to an idle daemon, on but unused and used (about 4 min)`, run: () => featureCosts() },
   state: { ids: ['state'], about: 'state-dir writes per heartbeat', run: () => stateDirWrites() },
   upload: { ids: ['upload'], about: `RSS while uploading (${quick ? 'about 1 min' : 'about 6 min'}: the unit's node flags, then bare node)`, run: () => uploadRss({ quick }) },
   realtime: { ids: ['realtime', 'realtimeRss'], about: `real-time uploads against whole-file (${quick ? 'about 1 min' : 'about 3 min'})`, run: () => realtimeUploads({ quick }) },

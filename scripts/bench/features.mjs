@@ -1,7 +1,8 @@
 // What each feature of agent/daemon/features.ts costs an idle daemon: on but
 // unused, and used. For each feature three daemons run at once against one
-// fake cloud, as the unit runs them (its node flags, over TLS, at scale 600),
-// each measured at its own 10th heartbeat:
+// fake cloud, as the unit runs them (its node flags, over TLS), each
+// measured at its own 10th heartbeat, at the idle rows' time scale and past
+// V8's first memory-reducer pass as they are (idle.mjs):
 //   full   the daemon as shipped (dist/c2c-agentd.cjs), nothing asked of it;
 //   used   the same file, the feature used once early (a clip uploaded, a
 //          pairing asked for and cancelled, a preference changed, the status
@@ -18,8 +19,9 @@ import { caEnv, daemonBundle, daemonNodeArgs, fakeCloud, killAll, launch, rssKiB
 import { fmt, row, signed } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
 import { daemonOptions, root } from '../build-config.mjs';
+import { REDUCER_PASS_S, TEN_BEATS_SCALE } from './idle.mjs';
 
-const SCALE = 600;
+const SCALE = TEN_BEATS_SCALE;
 const MiB = 1024;
 
 /** The features measured, and how each is used. */
@@ -123,6 +125,7 @@ export async function featureCosts() {
   for (const name of FEATURE_ROWS) {
     const off = await buildWithout(name);
     const cloud = await fakeCloud(SCALE, 3);
+    const launched = Date.now();
     const full = daemon(daemonBundle, cloud, `${name}-full`, 0, {}, unit);
     const used = daemon(daemonBundle, cloud, `${name}-used`, 1, {}, unit);
     const without = daemon(off, cloud, `${name}-off`, 2, {}, unit);
@@ -131,6 +134,7 @@ export async function featureCosts() {
     const at = {};
     await Promise.all([[full, 0, 'full'], [used, 1, 'used'], [without, 2, 'off']].map(async ([d, i, k]) => {
       await waitHeartbeats(cloud, 10, (10 * 300 * 1000) / SCALE + 30_000, i);
+      await sleep(Math.max(0, REDUCER_PASS_S * 1000 - (Date.now() - launched)));
       at[k] = rssKiB(d.child.pid);
     }));
     killAll();
@@ -142,6 +146,6 @@ export async function featureCosts() {
   }
   return {
     rows,
-    notes: [`Features: for each, three daemons at once against one fake cloud (the unit's flags, TLS, scale 600), each at its own 10th heartbeat: as shipped, as shipped with the feature used once early (${said.join('; ')}), and built without its line in daemon/features.ts. "On but unused" is shipped - without, "used" is used - shipped; a difference under about 0.3 MiB is within what three runs of one daemon differ by.`],
+    notes: [`Features: for each, three daemons at once against one fake cloud (the unit's flags, TLS, scale ${SCALE}), each at its own 10th heartbeat and not before ${REDUCER_PASS_S} s after start: as shipped, as shipped with the feature used once early (${said.join('; ')}), and built without its line in daemon/features.ts. "On but unused" is shipped - without, "used" is used - shipped; a difference under about 0.3 MiB is within what three runs of one daemon differ by.`],
   };
 }

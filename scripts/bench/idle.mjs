@@ -59,7 +59,7 @@ export const RSS_RATIO_GOAL = 1.3;
 /** The time scale of the agents measured at their 10th heartbeat (see above): past V8's first memory-reducer pass, as a camera is. */
 export const TEN_BEATS_SCALE = 60;
 /** Real seconds after launch before which those agents are not read: V8's first memory-reducer pass comes about 8 s after start. */
-const REDUCER_PASS_S = 12;
+export const REDUCER_PASS_S = 12;
 export const GROWTH_GOAL_MIB = 2;
 /** What a UI attached to the local API may cost the idle daemon. */
 export const API_CLIENT_GOAL_MIB = 1;
