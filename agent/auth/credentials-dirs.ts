@@ -2,7 +2,7 @@
 // a state dir that is missing, not a directory or not writable would lose the
 // approved pairing. Shared by `c2c-agent pair` and the daemon's pairing.
 import { randomBytes } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import path from 'node:path';
 import type { Settings } from '../config/types.js';
 import { checkDirectorySync, checkRegularFileSync, READ_LIMITS } from '../lib/bounded-read.js';

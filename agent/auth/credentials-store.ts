@@ -5,7 +5,8 @@
 // (lib/atomic-write: temp, fsync, rename, directory fsync). With the unit's
 // token-key the file, and so its temp, holds only the sealed envelope
 // (credentials-envelope.ts): no token in clear on flash.
-import { promises as fs, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import path from 'node:path';
 import type { TokenGrant } from '../api/oauth.js';
 import type { Clock } from '../lib/clock.js';

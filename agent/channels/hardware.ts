@@ -9,7 +9,7 @@
 // audio() are used: the OS comes from os-release and uname (osInfo() forks
 // five times for the same three strings) and free space from statfs on the
 // path itself (fsSize() forks df and lists every mount).
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import os from 'node:os';
 import path from 'node:path';
 import { SystemClock, type Clock } from '../lib/clock.js';

@@ -5,9 +5,9 @@
 // and little else: what runs later compiles when it first runs, as before.
 // Only when the loader found none it could use: once per install or upgrade.
 // A daemon that dies young (a crash loop) writes nothing.
-import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';
+import { readdir, rm } from '../lib/fs-async.js';
 import type { EventBus } from '../core/event-bus.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';

@@ -2,7 +2,8 @@
 // power cut must leave either the old or the new file, never a torn one:
 // write a temp file, fsync it, rename over the target, fsync the directory.
 // On tmpfs (durable: false) the fsyncs are pointless and skipped.
-import { mkdirSync, promises as fs, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import * as fs from './fs-async.js';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 

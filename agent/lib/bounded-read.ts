@@ -9,7 +9,8 @@
 // its job (/dev/zero or a 10 GB file must not fill memory). A file whose size
 // says 0 (procfs: /proc/self/stat, boot_id) is read until its end, within the
 // bound. Anything else is one line naming the path and what it is, exit 78.
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, promises as fs, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
+import * as fs from './fs-async.js';
 import { AgentError } from './errors.js';
 import { errnoOf, fsError } from './fs-errors.js';
 import { quotePath } from './text.js';

@@ -3,7 +3,7 @@
 // entry, Node retries through the parent, which exists, forever). A bad
 // --runtime-dir must end in a clear error, not a wedged daemon, so walk the
 // path ourselves: the loop is bounded by the path's depth.
-import { promises as fs } from 'node:fs';
+import * as fs from './fs-async.js';
 import path from 'node:path';
 
 export async function ensureDir(dir: string, mode = 0o700): Promise<void> {

@@ -27,7 +27,7 @@
 // without Host, an Expect it does not know, CONNECT, a head that does not
 // parse). Nothing here waits on a client: writes are queued, never awaited.
 import { formatBytes } from '../lib/byte-size.js';
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Clock, Timer } from '../lib/clock.js';

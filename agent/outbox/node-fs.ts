@@ -1,7 +1,8 @@
 // The outbox's file operations on the real file system. Files are created
 // 0600 and the queue directory 0700: the queue holds what the unit reports
 // about its cameras, for this user only.
-import { constants, promises as fs } from 'node:fs';
+import { constants } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import { syncDirectory } from '../lib/atomic-write.js';
 import { readBoundedFile } from '../lib/bounded-read.js';
 import { ensureDir } from '../lib/ensure-dir.js';

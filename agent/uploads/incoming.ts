@@ -4,7 +4,7 @@
 // is queued again (and pass the roots' checks once more). The folder is
 // watched through lib/dir-watcher.ts, with a slow poll as the truth; every
 // look runs in the uploads unit's line of work (work-line.ts).
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import path from 'node:path';
 import type { Clock, Timer } from '../lib/clock.js';
 import { DirWatcher } from '../lib/dir-watcher.js';

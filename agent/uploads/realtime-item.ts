@@ -14,7 +14,7 @@
 // crosses a 40 MB/s link in under half a second. 10,000 parts of 8 MiB are
 // 78 GiB, far beyond a take; a longer one is handed back to a whole-file
 // upload.
-import fs from 'node:fs/promises';
+import * as fs from '../lib/fs-async.js';
 import type { OutboxItem } from '../outbox/types.js';
 import { REALTIME_KIND } from './kinds.js';
 import type { PartHashName } from './part-hash.js';

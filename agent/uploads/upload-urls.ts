@@ -3,7 +3,7 @@
 // signatures), read when an upload resumes, removed when it ends. Keeping
 // them out of the progress records lets every finished chunk be recorded
 // with a few bytes instead of the whole list again.
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import path from 'node:path';
 import { MAX_RESPONSE_BYTES } from '../api/transport.js';
 import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';

@@ -19,7 +19,7 @@
 // <state-dir>/uploaded.json (mode 0600, written atomically) changes only
 // when an upload finishes or is cancelled or refused, never on a healthy start.
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import path from 'node:path';
 import { sweepOwnTemps, writeFileAtomic } from '../lib/atomic-write.js';
 import { readBoundedText, TOO_LARGE } from '../lib/bounded-read.js';

@@ -7,7 +7,7 @@
 // upload item in the queue or a request in incoming/ at start, a call of an
 // upload route, the first upload item's worker. From then on the pipeline's
 // unit (uploads-unit.ts) hears the bus itself and this one defers to it.
-import { promises as fs } from 'node:fs';
+import * as fs from '../lib/fs-async.js';
 import path from 'node:path';
 import type { FeatureContext } from '../core/feature.js';
 import type { StatusSections } from '../core/status-document.js';

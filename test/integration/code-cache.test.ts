@@ -36,7 +36,7 @@ function cacheDir(): string {
 const cacheFiles = (dir: string): string[] => readdirSync(dir).filter((f) => f.endsWith(CODE_CACHE_SUFFIX));
 
 /** The daemon as the unit runs it, on a device of its own, logging at debug. */
-function launch(env: Record<string, string>, nodeArgs = NODE_ARGS): { agent: AgentProcess; deviceId: string } {
+function launch(env: Record<string, string>, nodeArgs: string[] = NODE_ARGS): { agent: AgentProcess; deviceId: string } {
   const dirs = fx.dirs();
   const device = fx.cloud.devices[nextDevice++]!;
   const agent = startAgent({ apiUrl: fx.cloud.url, token: device.accessToken, dirs, timeScale: SCALE, nodeArgs, env: { C2C_LOG_LEVEL: 'debug', ...env } });
@@ -152,6 +152,25 @@ describe('the code cache', () => {
 });
 
 describe('the daemon file run through the loader', () => {
+  it('runs its start and an idle stretch without node:fs/promises, readline or their directory modules (lib/fs-async.ts)', async () => {
+    // A preload writes node's list of its loaded modules a few times a second; the daemon runs from its cache.
+    const dir = cacheDir();
+    const list = join(dir, 'modules.json');
+    const preload = join(dir, 'modules.cjs');
+    writeFileSync(preload, `const { writeFileSync } = require('node:fs');\nsetInterval(() => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)), 100).unref();\n`);
+    const warm = launch({ CACHE_DIRECTORY: dir });
+    await logged(warm.agent, 'wrote the code cache');
+    await stop(warm.agent);
+    const idle = launch({ CACHE_DIRECTORY: dir }, [...NODE_ARGS, '--require', preload]);
+    await waitFor('three heartbeats', () => heartbeats(idle.deviceId) >= 3, STEP_MS);
+    await new Promise((r) => setTimeout(r, 300));
+    await stop(idle.agent);
+    const loaded = (JSON.parse(readFileSync(list, 'utf8')) as string[]).filter((m) => m.startsWith('NativeModule '));
+    // The list is real: the daemon's own modules are in it.
+    expect(loaded).toEqual(expect.arrayContaining(['NativeModule https', 'NativeModule internal/fs/watchers']));
+    expect(loaded.filter((m) => /fs\/promises|readline|fs\/dir|recursive_watch/.test(m))).toEqual([]);
+  }, 60_000);
+
   it('holds no import() of its own: node 20 answers it in a vm.Script only behind --experimental-vm-modules (lib/builtin.ts)', () => {
     const main = readFileSync(join(ROOT, 'dist/c2c-agentd-main.cjs'), 'utf8');
     const imports = (code: string): string[] => code.match(/\bimport\((?!\))/g) ?? [];
