@@ -38,7 +38,9 @@ const writeFd = promisify(fs.writeFile);
 /**
  * An open file, as much of fs.promises' FileHandle as the agent uses. As
  * there, a second close() does nothing; any other call after it fails with
- * EBADF rather than reach a descriptor number the process has reused.
+ * EBADF rather than reach a descriptor number the process has reused. Unlike
+ * there, close() does not wait for a call still running on the handle: each
+ * caller awaits its calls one after another and closes last.
  */
 export class FileHandle {
   #fd: number;
