@@ -162,6 +162,7 @@ export function coldAgentCode(root, base, { coldCode = COLD_CODE, sharedBy = SHA
         outdir: undefined,
         format: 'cjs',
         banner: undefined,
+        footer: undefined,
         write: false,
         metafile: false,
         logLevel: 'warning',

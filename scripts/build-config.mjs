@@ -62,7 +62,8 @@ export function agentOptions(outfile) {
 
 /**
  * esbuild options of the daemon's own file (agent/daemon/entry.ts,
- * dist/c2c-agentd-main.cjs, which the unit's ExecStart loads through boot.ts): CommonJS, so Node loads no ES module loader; the
+ * dist/c2c-agentd-main.cjs, which the unit's ExecStart loads through boot.ts): CommonJS, so Node loads no ES module loader,
+ * as the wrapper's function expression (boot.ts compiles it as read); the
  * daemon's idle code plain, the features' lazily loaded code in packs
  * (DAEMON_COLD_CODE), the dependencies only some features use compressed as
  * in the agent bundle. `plugins` go first (the bench's builds without one feature).
@@ -74,8 +75,11 @@ export function daemonOptions(outfile, { plugins = [] } = {}) {
     entryPoints: [path.join(root, 'agent/daemon/entry.ts')],
     outfile,
     format: 'cjs',
-    // CommonJS has require() and __filename; import.meta.url is the file's URL, made once.
-    banner: { js: "const __c2cFileUrl = require('node:url').pathToFileURL(__filename).href;" },
+    // The file is CommonJS's wrapper function itself, which boot.ts compiles as read and calls as CommonJS
+    // would: no wrapped copy of the 500 KB made at every start. Within it, require() and __filename;
+    // import.meta.url is the file's URL, made once.
+    banner: { js: "(function (exports, require, module, __filename, __dirname) {const __c2cFileUrl = require('node:url').pathToFileURL(__filename).href;" },
+    footer: { js: '})' },
     minify: true,
     metafile: true,
     define: { ...agent.define, 'import.meta.url': '__c2cFileUrl' },

@@ -11,6 +11,7 @@ import { brotliDecompressSync } from 'node:zlib';
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Script } from 'node:vm';
 import { DAEMON_V8_FLAGS } from '../../agent/daemon/v8-flags.js';
 import { CODE_CACHE_DIGEST_BYTES, CODE_CACHE_SUFFIX } from '../../agent/daemon/code-cache-hook.js';
 import { ROOT, startAgent, useAgentCloud, waitFor, type AgentProcess } from './agent-process.js';
@@ -143,7 +144,7 @@ describe('the code cache', () => {
     expect(readdirSync(dir)).toEqual([]);
   }, 60_000);
 
-  it('without CACHE_DIRECTORY: the daemon runs as a plain CommonJS file and writes nothing anywhere', async () => {
+  it('without CACHE_DIRECTORY: the daemon is compiled without the cache and writes nothing anywhere', async () => {
     const a = launch({});
     await waitFor('two heartbeats', () => heartbeats(a.deviceId) > 1, STEP_MS);
     await stop(a.agent);
@@ -170,6 +171,14 @@ describe('the daemon file run through the loader', () => {
     expect(loaded).toEqual(expect.arrayContaining(['NativeModule https', 'NativeModule internal/fs/watchers']));
     expect(loaded.filter((m) => /fs\/promises|readline|fs\/dir|recursive_watch/.test(m))).toEqual([]);
   }, 60_000);
+
+  it('is CommonJS\'s wrapper function itself, compiled by the loader as read (no wrapped copy of it at every start)', () => {
+    const main = readFileSync(join(ROOT, 'dist/c2c-agentd-main.cjs'), 'utf8');
+    expect(main.startsWith('(function (exports, require, module, __filename, __dirname) {')).toBe(true);
+    expect(main.trimEnd().endsWith('})')).toBe(true);
+    // An expression: run as a script, it makes the function and runs nothing of the daemon.
+    expect(typeof new Script(main, { filename: 'c2c-agentd-main.cjs' }).runInThisContext()).toBe('function');
+  });
 
   it('holds no import() of its own: node 20 answers it in a vm.Script only behind --experimental-vm-modules (lib/builtin.ts)', () => {
     const main = readFileSync(join(ROOT, 'dist/c2c-agentd-main.cjs'), 'utf8');
