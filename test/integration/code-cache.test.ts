@@ -153,18 +153,17 @@ describe('the code cache', () => {
 });
 
 describe('the daemon file run through the loader', () => {
-  it('runs its start and an idle stretch without node:fs/promises, readline or their directory modules (lib/fs-async.ts)', async () => {
-    // A preload writes node's list of its loaded modules a few times a second; the daemon runs from its cache.
+  it('runs its start, an idle stretch and its stop without node:fs/promises, readline or their directory modules (lib/fs-async.ts)', async () => {
+    // A preload writes node's list of its loaded modules as the process exits; the daemon runs from its cache.
     const dir = cacheDir();
     const list = join(dir, 'modules.json');
     const preload = join(dir, 'modules.cjs');
-    writeFileSync(preload, `const { writeFileSync } = require('node:fs');\nsetInterval(() => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)), 100).unref();\n`);
+    writeFileSync(preload, `const { writeFileSync } = require('node:fs');\nprocess.on('exit', () => writeFileSync(${JSON.stringify(list)}, JSON.stringify(process.moduleLoadList)));\n`);
     const warm = launch({ CACHE_DIRECTORY: dir });
     await logged(warm.agent, 'wrote the code cache');
     await stop(warm.agent);
     const idle = launch({ CACHE_DIRECTORY: dir }, [...NODE_ARGS, '--require', preload]);
     await waitFor('three heartbeats', () => heartbeats(idle.deviceId) >= 3, STEP_MS);
-    await new Promise((r) => setTimeout(r, 300));
     await stop(idle.agent);
     const loaded = (JSON.parse(readFileSync(list, 'utf8')) as string[]).filter((m) => m.startsWith('NativeModule '));
     // The list is real: the daemon's own modules are in it.
