@@ -26,7 +26,7 @@ import net from 'node:net';
 import { statSync } from 'node:fs';
 import path from 'node:path';
 import type { Clock } from '../lib/clock.js';
-import { fitSocketName } from '../lib/socket-path.js';
+import { fitSocketName, listenUnix } from '../lib/socket-path.js';
 
 /** What the holder says of itself. */
 export interface StateLockHolder {
@@ -67,7 +67,7 @@ function listen(name: string, me: StateLockHolder): Promise<net.Server | 'in-use
       c.end(answer);
     });
     server.once('error', (err: NodeJS.ErrnoException) => (err.code === 'EADDRINUSE' ? resolve('in-use') : reject(err)));
-    server.listen(name, () => {
+    listenUnix(server, name, () => {
       // It must not keep a process alive that has nothing else to do (a command that took it for a moment).
       server.unref();
       resolve(server);

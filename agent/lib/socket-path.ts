@@ -2,8 +2,11 @@
 // holds 108 bytes, the last a NUL for a path (an abstract name's leading NUL
 // counts among the 107 left). libuv cuts a longer one short without a word
 // and binds or connects *there*: a socket somewhere else, with other
-// permissions around it, someone else's perhaps. For the local API's server
-// and client (agent/localapi/) and the state dir's lock (daemon/state-lock.ts).
+// permissions around it, someone else's perhaps. And how the daemon listens
+// on one (listenUnix). For the local API's server and client
+// (agent/localapi/) and the state dir's lock (daemon/state-lock.ts).
+
+import type { Server } from 'node:net';
 
 export const MAX_SOCKET_PATH_BYTES = 107;
 
@@ -23,4 +26,36 @@ export function fitSocketName(name: string): string {
     out += ch;
   }
   return out;
+}
+
+/**
+ * `server.listen(name, onListening)` for a unix socket (a path or an abstract
+ * name), without node:cluster. Node's `Server.listen()` loads node:cluster,
+ * and node:child_process and node:dgram with it, at a process's first listen,
+ * only to ask whether the process is a cluster worker; under the unit's V8
+ * flags node compiles them from source, 3.4 to 5.9 ms of the daemon's start
+ * (docs/benchmarks.md). The daemon is never a cluster worker, so this calls
+ * what `listen()` calls for a process that is not: the server's `_listen2`,
+ * which node's lib/net.js keeps as a "legacy alias" for code that wraps it
+ * (the same in node 20, 22 and 24; test/lib/socket-path.test.ts holds it to
+ * that). The bind happens before this returns, as in `listen()`, and a
+ * failure is the same 'error' event on the next tick. A node without it, or
+ * a process started as a cluster worker, gets `listen()`.
+ */
+export function listenUnix(server: Server, name: string, onListening: () => void): void {
+  const s = server as Server & ListenInternals;
+  if (typeof s._listen2 !== 'function' || server.listening || process.env.NODE_UNIQUE_ID !== undefined) {
+    server.listen(name, onListening);
+    return;
+  }
+  // What listen() sets for a path, so that address() gives it.
+  s._pipeName = name;
+  server.once('listening', onListening);
+  // (address, port, addressType, backlog, fd, flags): port and addressType -1 make it a pipe; node's backlog (511).
+  s._listen2(name, -1, -1, undefined, undefined, undefined);
+}
+
+interface ListenInternals {
+  _pipeName?: string;
+  _listen2?: (address: string, port: number, addressType: number, backlog: undefined, fd: undefined, flags: undefined) => void;
 }

@@ -33,7 +33,7 @@ import type { Socket } from 'node:net';
 import type { Clock, Timer } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { LOCAL_API } from '../lib/timing.js';
-import { socketPathTooLong } from '../lib/socket-path.js';
+import { listenUnix, socketPathTooLong } from '../lib/socket-path.js';
 import { oneLine } from '../lib/text.js';
 import { scrub } from '../lib/secrets.js';
 import { parseJsonBody } from './body.js';
@@ -177,7 +177,7 @@ export class LocalApiServer {
       // bind() creates the socket file with the process's umask: never more open than 0660.
       const old = process.umask(0o117);
       try {
-        server.listen(socketPath, () => {
+        listenUnix(server, socketPath, () => {
           server.off('error', reject);
           resolve();
         });

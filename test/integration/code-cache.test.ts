@@ -153,7 +153,7 @@ describe('the code cache', () => {
 });
 
 describe('the daemon file run through the loader', () => {
-  it('runs its start, an idle stretch and its stop without node:fs/promises, readline or their directory modules (lib/fs-async.ts)', async () => {
+  it('runs its start, an idle stretch and its stop without node:fs/promises, readline or their directory modules (lib/fs-async.ts), nor node:cluster, child_process or dgram (lib/socket-path.ts listenUnix)', async () => {
     // A preload writes node's list of its loaded modules as the process exits; the daemon runs from its cache.
     const dir = cacheDir();
     const list = join(dir, 'modules.json');
@@ -168,7 +168,7 @@ describe('the daemon file run through the loader', () => {
     const loaded = (JSON.parse(readFileSync(list, 'utf8')) as string[]).filter((m) => m.startsWith('NativeModule '));
     // The list is real: the daemon's own modules are in it.
     expect(loaded).toEqual(expect.arrayContaining(['NativeModule https', 'NativeModule internal/fs/watchers']));
-    expect(loaded.filter((m) => /fs\/promises|readline|fs\/dir|recursive_watch/.test(m))).toEqual([]);
+    expect(loaded.filter((m) => /fs\/promises|readline|fs\/dir|recursive_watch|cluster|child_process|dgram/.test(m))).toEqual([]);
   }, 60_000);
 
   it('is CommonJS\'s wrapper function itself, compiled by the loader as read (no wrapped copy of it at every start)', () => {
