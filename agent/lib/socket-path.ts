@@ -39,12 +39,16 @@ export function fitSocketName(name: string): string {
  * which node's lib/net.js keeps as a "legacy alias" for code that wraps it
  * (the same in node 20, 22 and 24; test/lib/socket-path.test.ts holds it to
  * that). The bind happens before this returns, as in `listen()`, and a
- * failure is the same 'error' event on the next tick. A node without it, or
- * a process started as a cluster worker, gets `listen()`.
+ * failure is the same 'error' event on the next tick. What differs: in a
+ * cluster worker it binds the socket itself rather than asking the primary
+ * for it (for a lock, what is wanted; node hides NODE_UNIQUE_ID from a
+ * worker's code, so there is no cheap way to tell), and diagnostics_channel
+ * subscribers see `net.server.listen`'s end without its start (nothing here
+ * subscribes). A node without `_listen2` gets `listen()`.
  */
 export function listenUnix(server: Server, name: string, onListening: () => void): void {
   const s = server as Server & ListenInternals;
-  if (typeof s._listen2 !== 'function' || server.listening || process.env.NODE_UNIQUE_ID !== undefined) {
+  if (typeof s._listen2 !== 'function' || server.listening) {
     server.listen(name, onListening);
     return;
   }
