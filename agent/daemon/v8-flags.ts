@@ -5,6 +5,12 @@
 // MiB of RSS (`npm run bench`). Nor Sparkplug, the baseline compiler, for the
 // same reason: its code and the compiler's pages cost an idle daemon 1 MiB
 // (docs/benchmarks.md); the interpreter runs a heartbeat in a few ms.
+// --optimize-for-size puts V8's heap in its conservative growing mode: the
+// old generation may grow by 2 MiB past what the last full collection left
+// before the next one, not 8. The daemon's live heap is about 7 MiB, and
+// every heartbeat leaves some garbage there, so by default its RSS climbed
+// 5 to 6 MiB over a day's heartbeats before a collection took it back; now
+// it holds (docs/benchmarks.md, "The heap's growth step").
 //
 // The unit gives them on node's command line (its ExecStart; a test holds the
 // two equal), so the daemon's start loads no node:v8 (8 to 12 ms under the
@@ -15,7 +21,7 @@
 
 import { builtin } from '../lib/builtin.js';
 
-export const DAEMON_V8_FLAGS = ['--no-opt', '--no-sparkplug'] as const;
+export const DAEMON_V8_FLAGS = ['--no-opt', '--no-sparkplug', '--optimize-for-size'] as const;
 
 /** Sets the flags node was not started with. */
 export function useDaemonV8Flags(): void {

@@ -1,4 +1,4 @@
-// Start to first heartbeat: `node --no-opt --no-sparkplug dist/c2c-agentd.cjs run`,
+// Start to first heartbeat: `node <the unit's V8 flags> dist/c2c-agentd.cjs run`,
 // as the unit's ExecStart runs it (scale 1, a fresh state and runtime dir, the unit's
 // Environment= lines, and its cache directory holding the code cache an
 // earlier start wrote, agent/daemon/boot.ts) against a bare node script

@@ -88,7 +88,7 @@ export interface AgentOptions {
   dirs: AgentDirs;
   timeScale: number;
   env?: Record<string, string>;
-  /** node's own options before the file, as the unit's ExecStart gives them (--no-opt --no-sparkplug). */
+  /** node's own options before the file, as the unit's ExecStart gives them (DAEMON_V8_FLAGS). */
   nodeArgs?: string[];
 }
 

@@ -1,4 +1,4 @@
-// The daemon's file as the unit runs it (`node --no-opt --no-sparkplug
+// The daemon's file as the unit runs it (`node <DAEMON_V8_FLAGS>
 // dist/c2c-agentd.cjs run`, CacheDirectory=): its loader (agent/daemon/boot.ts)
 // compiles the daemon through V8's code cache, which the daemon writes once
 // it is up (agent/daemon/code-cache.ts). A process suite: what is checked is

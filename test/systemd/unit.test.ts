@@ -111,6 +111,29 @@ describe('systemd/c2c-agent.service', () => {
     // /etc stays readable (the CA file goes beside config.json): ProtectSystem=strict is read-only, not hidden.
     expect(all('InaccessiblePaths').join(' ')).not.toMatch(/\/etc/);
   });
+
+  // What --optimize-for-size is there for (agent/daemon/v8-flags.ts): after a full collection V8
+  // lets the old generation grow by its minimum step before the next one, 8 MiB by default and
+  // 2 MiB in its conservative mode, and the daemon's RSS followed it over a day's heartbeats
+  // (docs/benchmarks.md, "The heap's growth step"). Read from V8's own trace of the limit it sets.
+  it("runs node with V8's heap in its conservative growing mode", () => {
+    const d = directives(readFileSync(UNIT, 'utf8'));
+    const nodeArgs = (d.get('ExecStart')?.at(-1) ?? '').split(' ').filter((a) => a.startsWith('--'));
+    const env = Object.fromEntries((d.get('Environment') ?? []).map((e) => /^"?([A-Z_]+)=(.*?)"?$/.exec(e)!.slice(1, 3)));
+    const growthKiB = (args: string[]): number => {
+      const script = "const live = []; for (let i = 0; i < 50000; i++) live.push({ i, s: 'x' + i }); gc(); gc();";
+      const r = spawnSync(process.execPath, [...args, '--expose-gc', '--trace-gc-verbose', '-e', script], { encoding: 'utf8', env: { PATH: process.env.PATH, ...env }, timeout: 20_000 });
+      const limits = [...r.stdout.matchAll(/\[HeapController\] Limit: old size: (\d+) KB, new limit: (\d+) KB/g)];
+      expect(limits.length).toBeGreaterThan(0);
+      const last = limits.at(-1)!;
+      return Number(last[2]) - Number(last[1]);
+    };
+    expect(env.NODE_OPTIONS).toMatch(/--max-old-space-size/);
+    // The live heap here is about 6 MiB, as the daemon's: the step is what sets the limit.
+    expect(growthKiB(nodeArgs)).toBeLessThanOrEqual(4 * 1024);
+    // The same without the flag: the default step, so the check above means something.
+    expect(growthKiB(nodeArgs.filter((a) => a !== '--optimize-for-size'))).toBeGreaterThanOrEqual(8 * 1024);
+  });
 });
 
 describe('scripts/install.sh', () => {
