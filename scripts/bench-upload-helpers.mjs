@@ -95,9 +95,10 @@ function cleanEnv(extra) {
  * media dir with no settle time and deleting each file once uploaded.
  * `apiUrl` (default the fake's) may be a proxy in front of it; `nodeOptions`
  * go on node's command line (V8 flags too, which NODE_OPTIONS refuses);
- * `extraArgs` after run's own (bench-realtime.mjs: --realtime-uploads true).
+ * `extraArgs` after run's own (bench-realtime.mjs: --realtime-uploads true);
+ * `env`: more of its environment (the unit's Environment= lines, a CA to trust).
  */
-export function startAgent({ bundle, cloud, device, dir, children, onEarlyExit, apiUrl = cloud.url, nodeOptions = '', extraArgs = [] }) {
+export function startAgent({ bundle, cloud, device, dir, children, onEarlyExit, apiUrl = cloud.url, nodeOptions = '', extraArgs = [], env = {} }) {
   const stateDir = path.join(dir, 'state');
   const mediaDir = path.join(dir, 'media');
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
@@ -125,7 +126,7 @@ export function startAgent({ bundle, cloud, device, dir, children, onEarlyExit, 
     process.execPath,
     [...nodeOptions.split(/\s+/).filter(Boolean), bundle, 'run', '--api-url', apiUrl, '--time-scale', '1', '--state-dir', stateDir, '--runtime-dir', path.join(dir, 'run'),
       '--media-dir', mediaDir, '--media-settle-seconds', '0', '--delete-after-upload', 'true', ...extraArgs],
-    { env: cleanEnv({ C2C_CONFIG: path.join(dir, 'config.json'), C2C_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] },
+    { env: cleanEnv({ ...env, C2C_CONFIG: path.join(dir, 'config.json'), C2C_LOG_LEVEL: 'info' }), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   children.add(child);
   // Logs go to a pipe we drain: pino writing JSON is the agent's cost, a terminal's is not.

@@ -57,7 +57,8 @@ export async function startThrottle(targetUrl, bytesPerSecond) {
   });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
+    // Bytes pass through as they are: TLS ends at the fake, so the scheme is the fake's.
+    url: `${target.protocol}//127.0.0.1:${server.address().port}`,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -71,8 +72,8 @@ export async function startThrottle(targetUrl, bytesPerSecond) {
  * (idle = the median), then a sparse file of `sparseBytes` moved into its
  * media dir and uploaded.
  */
-export async function memoryRun({ bundle, cloud, watch, device, dir, apiUrl, children, onEarlyExit, failed, settleS, sparseBytes, timeoutMs, nodeOptions }) {
-  const agent = startAgent({ bundle, cloud, apiUrl, device, dir, children, onEarlyExit, nodeOptions });
+export async function memoryRun({ bundle, cloud, watch, device, dir, apiUrl, children, onEarlyExit, failed, settleS, sparseBytes, timeoutMs, nodeOptions, env }) {
+  const agent = startAgent({ bundle, cloud, apiUrl, device, dir, children, onEarlyExit, nodeOptions, env });
   try {
     await watch.ready(device.id, 30_000);
     await sleep(settleS * 1000);

@@ -43,8 +43,10 @@
 //   100 ms. Twice: at loopback speed, and through a proxy that lets the
 //   agent send --camera-mbps MB/s (a camera's uplink; answers unthrottled).
 //   The agents run with the node flags of the systemd unit (as a camera runs
-//   them) unless --node-options says otherwise; the memory runs are repeated
-//   with bare node (no flags) for comparison, unless --skip-bare.
+//   them) unless --node-options says otherwise, and in the memory runs over
+//   HTTPS with the rest of the unit's Environment= lines; the memory runs are
+//   repeated with bare node (no flags, none of the unit's environment) for
+//   comparison, unless --skip-bare.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -52,7 +54,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { HZ, MiB, JournalWatch, cutPart, freeBytes, loadFakeCloud, median, parseSize, startAgent, unitNodeOptions, writeDataFile } from './bench-upload-helpers.mjs';
+import { HZ, MiB, JournalWatch, cutPart, freeBytes, loadFakeCloud, median, parseSize, startAgent, unitEnvironment, unitNodeOptions, writeDataFile } from './bench-upload-helpers.mjs';
 import { agentUpload, memoryRun, startThrottle } from './bench-upload-memory.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -206,25 +208,37 @@ async function throughput(cloud, watch) {
   };
 }
 
-async function memory(cloud, watch) {
+/**
+ * The memory runs, as a camera has it: over HTTPS (a fake of their own serving its throwaway CA's
+ * certificate, which the agent trusts through NODE_EXTRA_CA_CERTS), and with every Environment= line
+ * of the unit (its malloc tuning too: without MALLOC_MMAP_THRESHOLD_ the upload's buffers of 16 to
+ * 64 KiB stay in malloc's heap, 4 to 5 MiB of the peak, docs/benchmarks.md). The bare runs get
+ * neither the node flags nor the rest of the unit's environment.
+ */
+async function memory(startFakeCloud) {
   if (values['skip-memory']) return { skipped: 'memory: skipped (--skip-memory)' };
   const free = freeBytes(tmp);
   if (free < 256 * MiB) return { skipped: `memory: skipped, only ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()} (the sparse file takes none, the agents' queues and logs need a little)` };
+  const cloud = await startFakeCloud({ devices: 3, tls: true, ...(PART !== undefined && { uploadPartBytes: PART }) });
+  const watch = new JournalWatch(cloud);
+  const trust = { NODE_EXTRA_CA_CERTS: cloud.caFile };
+  const { NODE_OPTIONS: _flags, ...unitRest } = unitEnvironment(root);
   const common = { bundle, cloud, watch, children, onEarlyExit: (m) => (fatal = m), failed: () => fatal, settleS: SETTLE_S, sparseBytes: SPARSE };
   const throttle = await startThrottle(cloud.url, CAMERA_MBPS * 1e6);
   // Its own timeout: the file at the camera's rate, and then some.
   const cameraTimeoutMs = TIMEOUT_MS + (SPARSE / (CAMERA_MBPS * 1e6)) * 1500;
-  const modes = [['', NODE_OPTIONS], ...(values['skip-bare'] || NODE_OPTIONS === '' ? [] : [['bare ', '']])];
+  const modes = [['', NODE_OPTIONS, { ...unitRest, ...trust }], ...(values['skip-bare'] || NODE_OPTIONS === '' ? [] : [['bare ', '', trust]])];
   const out = {};
   try {
-    for (const [prefix, nodeOptions] of modes) {
-      const run = (name, extra) => memoryRun({ ...common, nodeOptions, dir: path.join(tmp, `agent-${prefix.trim() || 'unit'}-${name}`), ...extra });
+    for (const [prefix, nodeOptions, env] of modes) {
+      const run = (name, extra) => memoryRun({ ...common, nodeOptions, env, dir: path.join(tmp, `agent-${prefix.trim() || 'unit'}-${name}`), ...extra });
       if (!values['skip-loopback-memory']) out[`${prefix}loopback`] = { nodeOptions, ...(await run('loopback', { device: cloud.devices[1], timeoutMs: TIMEOUT_MS })) };
       out[`${prefix}camera`] = { nodeOptions, ...(await run('camera', { device: cloud.devices[2], apiUrl: throttle.url, timeoutMs: cameraTimeoutMs })) };
     }
     return out;
   } finally {
     await throttle.close();
+    await cloud.close();
   }
 }
 
@@ -235,7 +249,7 @@ async function main() {
   let tp, mem;
   try {
     tp = values['skip-throughput'] ? { skipped: 'throughput: skipped' } : await throughput(cloud, watch);
-    mem = await memory(cloud, watch);
+    mem = await memory(startFakeCloud);
   } finally {
     await cloud.close();
   }
@@ -265,6 +279,7 @@ async function main() {
   console.log('');
   const notes = [];
   notes.push(NODE_OPTIONS ? `agents run with node ${NODE_OPTIONS}${values['node-options'] === undefined ? ' (the systemd unit\'s NODE_OPTIONS)' : ''}, the bare node runs without` : 'agents run with bare node');
+  if (!mem.skipped) notes.push('the memory runs are over HTTPS, the agents with the rest of the unit\'s Environment= lines too (malloc tuning), the bare node without');
   if (!tp.skipped) {
     const each = (k) => tp.rounds.map((x) => `${fmt(SIZE / 1e6 / x[k].seconds, 0)} MB/s ${fmt(x[k].cpuS, 2)} s CPU`).join('; ');
     notes.push(

@@ -19,7 +19,7 @@ const why = (r, tool, timeoutMs) => (r.timedOut ? `${tool} did not finish within
 
 /** { rows, notes }: RSS of the agent uploading a sparse file, peak minus its own idle. */
 export async function uploadRss({ quick = false } = {}) {
-  const measure = `RSS while uploading a ${quick ? '512 MiB' : '2 GiB'} sparse file (peak - idle, the unit's node flags)`;
+  const measure = `RSS while uploading a ${quick ? '512 MiB' : '2 GiB'} sparse file (peak - idle, HTTPS, the unit's node flags and environment)`;
   const goal = `<= ${UPLOAD_GROWTH_GOAL_MIB} MiB`;
   const script = path.join(root, 'scripts/bench-upload.mjs');
   if (!existsSync(script)) return { rows: [missingRow(measure, goal, 'scripts/bench-upload.mjs is missing')], notes: [] };
@@ -39,7 +39,7 @@ export async function uploadRss({ quick = false } = {}) {
       agent: `+${fmt(worst.growthMiB, 1)} MiB (peak ${fmt(worst.peakRssMiB.total, 1)})`, baseline: `${fmt(worst.idleRssMiB.total, 1)} MiB idle agent`,
       ratio: worst.peakRssMiB.total / worst.idleRssMiB.total, goal, pass: worst.growthMiB <= UPLOAD_GROWTH_GOAL_MIB,
     })],
-    notes: [`upload RSS (bench-upload.mjs --skip-throughput, a fresh agent per run, node ${out.nodeOptions || 'without flags'}, VmRSS every 100 ms): ${all.map(([n, m]) => `${n} ${fmt(m.MBps, 1)} MB/s: idle ${fmt(m.idleRssMiB.total, 1)}, peak ${fmt(m.peakRssMiB.total, 1)}, +${fmt(m.growthMiB, 1)} MiB`).join('; ')}; the row shows the worse (${name}).`],
+    notes: [`upload RSS (bench-upload.mjs --skip-throughput, a fresh agent per run over HTTPS, node ${out.nodeOptions || 'without flags'} and the rest of the unit's Environment= lines, the bare runs without either, VmRSS every 100 ms): ${all.map(([n, m]) => `${n} ${fmt(m.MBps, 1)} MB/s: idle ${fmt(m.idleRssMiB.total, 1)}, peak ${fmt(m.peakRssMiB.total, 1)}, +${fmt(m.growthMiB, 1)} MiB`).join('; ')}; the row shows the worse (${name}).`],
   };
 }
 
