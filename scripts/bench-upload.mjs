@@ -45,7 +45,8 @@
 //   The agents run with the node flags of the systemd unit (as a camera runs
 //   them) unless --node-options says otherwise, and in the memory runs over
 //   HTTPS with the rest of the unit's Environment= lines; the memory runs are
-//   repeated with bare node (no flags, none of the unit's environment) for
+//   repeated with bare node (no NODE_OPTIONS, none of the unit's environment;
+//   `run` still sets the daemon's V8 flags itself) for
 //   comparison, unless --skip-bare.
 import { spawn, execFileSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';

@@ -5,10 +5,11 @@
 // MiB of RSS (`npm run bench`). Nor Sparkplug, the baseline compiler, for the
 // same reason: its code and the compiler's pages cost an idle daemon 1 MiB
 // (docs/benchmarks.md); the interpreter runs a heartbeat in a few ms.
-// --optimize-for-size puts V8's heap in its conservative growing mode: the
-// old generation may grow by 2 MiB past what the last full collection left
-// before the next one, not 8. The daemon's live heap is about 7 MiB, and
-// every heartbeat leaves some garbage there, so by default its RSS climbed
+// --optimize-for-size makes V8 favour memory: its own full collections
+// reduce memory, and at a quiet scavenge the old generation's limit is set
+// in the conservative mode, about 3 MiB over the live heap instead of 9
+// (a 2 MiB minimum step, not 8). The daemon's live heap is about 7 MiB and
+// every heartbeat leaves some garbage in it, so by default its RSS climbed
 // 5 to 6 MiB over a day's heartbeats before a collection took it back; now
 // it holds (docs/benchmarks.md, "The heap's growth step").
 //
