@@ -214,7 +214,8 @@ async function throughput(cloud, watch) {
  * certificate, which the agent trusts through NODE_EXTRA_CA_CERTS), and with every Environment= line
  * of the unit (its malloc tuning too: without MALLOC_MMAP_THRESHOLD_ the upload's buffers of 16 to
  * 64 KiB stay in malloc's heap, 4 to 5 MiB of the peak, docs/benchmarks.md). The bare runs get
- * neither the node flags nor the rest of the unit's environment.
+ * neither the unit's NODE_OPTIONS nor the rest of its environment (`run` still sets the daemon's V8
+ * flags itself, v8-flags.ts).
  */
 async function memory(startFakeCloud) {
   if (values['skip-memory']) return { skipped: 'memory: skipped (--skip-memory)' };

@@ -39,7 +39,7 @@ export async function uploadRss({ quick = false } = {}) {
       agent: `+${fmt(worst.growthMiB, 1)} MiB (peak ${fmt(worst.peakRssMiB.total, 1)})`, baseline: `${fmt(worst.idleRssMiB.total, 1)} MiB idle agent`,
       ratio: worst.peakRssMiB.total / worst.idleRssMiB.total, goal, pass: worst.growthMiB <= UPLOAD_GROWTH_GOAL_MIB,
     })],
-    notes: [`upload RSS (bench-upload.mjs --skip-throughput, a fresh agent per run over HTTPS, node ${out.nodeOptions || 'without flags'} and the rest of the unit's Environment= lines, the bare runs without either, VmRSS every 100 ms): ${all.map(([n, m]) => `${n} ${fmt(m.MBps, 1)} MB/s: idle ${fmt(m.idleRssMiB.total, 1)}, peak ${fmt(m.peakRssMiB.total, 1)}, +${fmt(m.growthMiB, 1)} MiB`).join('; ')}; the row shows the worse (${name}).`],
+    notes: [`upload RSS (bench-upload.mjs --skip-throughput, a fresh agent per run over HTTPS, node ${out.nodeOptions || 'without flags'} and the rest of the unit's Environment= lines, the bare runs with neither (their daemon's V8 flags set by run itself), VmRSS every 100 ms): ${all.map(([n, m]) => `${n} ${fmt(m.MBps, 1)} MB/s: idle ${fmt(m.idleRssMiB.total, 1)}, peak ${fmt(m.peakRssMiB.total, 1)}, +${fmt(m.growthMiB, 1)} MiB`).join('; ')}; the row shows the worse (${name}).`],
   };
 }
 
