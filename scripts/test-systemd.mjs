@@ -202,12 +202,17 @@ try {
   const score = /Overall exposure level for \S+: (\d+(?:\.\d+)?) (\S+)/.exec(sec.stdout);
   check('security', score !== null && Number(score[1]) <= 3.0, score ? `systemd-analyze security ${UNIT}: ${score[1]} ${score[2]}` : lastLine(sec.out));
 
-  // 9. A clean, quick stop.
+  // 9. A clean, quick stop. Timed on systemd's own monotonic clock, from the unit leaving
+  // "active" (the stop job began: SIGTERM) to its entering "inactive" (the process gone):
+  // the agent's part alone. The wall time around `systemctl stop` adds the container's
+  // exec, which a loaded machine once stretched to 5.3 s for a 0.1 s stop (docs/testing.md).
   const tHalt = Date.now();
   const stop = machine.sh(`systemctl stop ${UNIT}`);
-  const haltMs = Date.now() - tHalt;
-  const s2 = machine.show(UNIT, ['ActiveState', 'Result', 'ExecMainStatus']);
-  check('stop', stop.status === 0 && s2.Result === 'success' && haltMs < 5000, `systemctl stop took ${secs(haltMs)}; Result=${s2.Result}, exit status ${s2.ExecMainStatus}, ${s2.ActiveState}`);
+  const wallMs = Date.now() - tHalt;
+  const s2 = machine.show(UNIT, ['ActiveState', 'Result', 'ExecMainStatus', 'ActiveExitTimestampMonotonic', 'InactiveEnterTimestampMonotonic']);
+  const haltMs = (Number(s2.InactiveEnterTimestampMonotonic) - Number(s2.ActiveExitTimestampMonotonic)) / 1000;
+  check('stop', stop.status === 0 && s2.Result === 'success' && Number.isFinite(haltMs) && haltMs >= 0 && haltMs < 5000,
+    `the stop took ${Math.round(haltMs)} ms by systemd's clock (active -> inactive; ${secs(wallMs)} around systemctl stop); Result=${s2.Result}, exit status ${s2.ExecMainStatus}, ${s2.ActiveState}`);
 
   // 9b. With the unit stopped a shell has no token-key: one line and 77, and what docs/packaging.md says to run instead works.
   const locked = machine.sh('runuser -u c2c-agent -- c2c-agent check');

@@ -15,10 +15,10 @@
 import http from 'node:http';
 import { mkdirSync, readFileSync, writeFileSync, utimesSync } from 'node:fs';
 import path from 'node:path';
-import { caEnv, daemonBundle, daemonNodeArgs, fakeCloud, killAll, launch, rssKiB, sleep, tmp, waitHeartbeats } from './procs.mjs';
+import { caEnv, daemonBundle, daemonNodeArgs, fakeCloud, killAll, launch, rssKiB, runtimeDirOf, sleep, tmp, waitHeartbeats } from './procs.mjs';
 import { fmt, row, signed } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
-import { daemonOptions, root } from '../build-config.mjs';
+import { daemonLoaderOptions, daemonOptions, root } from '../build-config.mjs';
 import { REDUCER_PASS_S, TEN_BEATS_SCALE } from './idle.mjs';
 
 const SCALE = TEN_BEATS_SCALE;
@@ -46,9 +46,12 @@ async function buildWithout(name) {
       });
     },
   };
-  const outfile = path.join(tmp, `without-${name}`, 'c2c-agentd.cjs');
-  await build({ ...daemonOptions(outfile, { plugins: [without] }), metafile: false, logLevel: 'error' });
-  return outfile;
+  // The daemon's file and its loader beside it, as in dist/: the file alone is CommonJS's wrapper
+  // function, which node would evaluate and exit 0 without running (scripts/build-config.mjs).
+  const dir = path.join(tmp, `without-${name}`);
+  await build({ ...daemonOptions(path.join(dir, 'c2c-agentd-main.cjs'), { plugins: [without] }), metafile: false, logLevel: 'error' });
+  await build({ ...daemonLoaderOptions(path.join(dir, 'c2c-agentd.cjs')), logLevel: 'error' });
+  return path.join(dir, 'c2c-agentd.cjs');
 }
 
 /** One request to the daemon's local API. */
@@ -79,11 +82,11 @@ function daemon(file, cloud, name, i, env, unit) {
   mkdirSync(media, { recursive: true });
   writeFileSync(path.join(dir, 'config.json'), '{}\n');
   const child = launch(
-    [...daemonNodeArgs, file, 'run', '--api-url', cloud.url, '--time-scale', String(SCALE), '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
+    [...daemonNodeArgs, file, 'run', '--api-url', cloud.url, '--time-scale', String(SCALE), '--state-dir', path.join(dir, 'state'), '--runtime-dir', runtimeDirOf(`feature-${name}`)],
     { C2C_TOKEN: cloud.devices[i].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), C2C_MEDIA_DIR: media, C2C_MEDIA_SETTLE_SECONDS: '1', ...caEnv(cloud), ...unit, ...env },
   );
   child.stdout.resume();
-  return { child, sock: path.join(dir, 'run', 'api.sock'), media };
+  return { child, sock: path.join(runtimeDirOf(`feature-${name}`), 'api.sock'), media };
 }
 
 /** Uses `name` once in the daemon `d` (its local API up). */

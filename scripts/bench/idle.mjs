@@ -50,7 +50,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { eventsClient, freePort, webPage } from './clients.mjs';
-import { agent, bareNode, codeCacheDir, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
+import { agent, bareNode, codeCacheDir, end as endChild, cpuSeconds, cpuWithChildren, fakeCloud, killAll, notifySocket, referee, root, rssKiB, runtimeDirOf, sleep, tmp, waitHeartbeats, HZ } from './procs.mjs';
 import { MiB, fmt, growthOfThirds, lastThird, row, signed } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
 
@@ -115,7 +115,7 @@ export async function idle({ scale = 600, hours = 24, settleS = 30 } = {}) {
   const aSd = agent(slow, 1, 'sd', { env: { ...unit, NOTIFY_SOCKET: nSd.sock, WATCHDOG_USEC: '1000000' }, deviceIndex: 1 });
   // The same as aFast, with a UI attached to its local API: one events reader for the whole run.
   const aApi = agent(ten, TEN_BEATS_SCALE, 'api-client', { deviceIndex: 2, env: { ...unit, NOTIFY_SOCKET: nFast.sock } });
-  const reader = await eventsClient(path.join(tmp, 'api-client', 'run', 'api.sock'));
+  const reader = await eventsClient(path.join(runtimeDirOf('api-client'), 'api.sock'));
   // The web page on (webListen), nobody on it; and on with one phone signed in and reading its live updates.
   const [webPort, webOpenPort] = [await freePort(), await freePort()];
   const aWeb = agent(ten, TEN_BEATS_SCALE, 'web-on', { deviceIndex: 5, env: { ...unit, NOTIFY_SOCKET: nFast.sock, C2C_WEB_LISTEN: `127.0.0.1:${webPort}` } });

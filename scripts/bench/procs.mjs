@@ -2,7 +2,7 @@
 // a stand-in systemd notify socket, and what /proc says about a process.
 // Every child goes on one list and is killed when the benchmark exits.
 import { spawn, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -23,6 +23,20 @@ const children = [];
 export const tmp = mkdtempSync(path.join(tmpdir(), 'c2c-bench-'));
 const ended = new WeakSet(); // children killed by us: their exit is expected
 
+// Linux's statfs(2) f_type of a tmpfs.
+const TMPFS_MAGIC = 0x01021994;
+const onTmpfs = (dir) => existsSync(dir) && statfsSync(dir).type === TMPFS_MAGIC;
+/**
+ * Where the agents' runtime dirs go: a tmpfs, as the unit's
+ * RuntimeDirectory= is (/run), when the machine has one at /dev/shm; else
+ * beside the rest in `tmp`, and the rows' notes say so. A runtime dir on
+ * ext4 made each start about 5 ms slower (docs/benchmarks.md, "Start-up").
+ */
+export const runtimeOnTmpfs = onTmpfs('/dev/shm');
+export const runtimeRoot = runtimeOnTmpfs ? mkdtempSync('/dev/shm/c2c-bench-run-') : path.join(tmp, 'run');
+/** The runtime dir of the agent `name` (made by the agent, as systemd makes the unit's). */
+export const runtimeDirOf = (name) => path.join(runtimeRoot, name);
+
 /** Kills every child started so far (a part calls it when it is done with them). */
 export function killAll() {
   for (const c of children.splice(0)) {
@@ -38,6 +52,7 @@ export function end(child) {
 process.on('exit', () => {
   killAll();
   rmSync(tmp, { recursive: true, force: true });
+  rmSync(runtimeRoot, { recursive: true, force: true });
 });
 for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
 
@@ -103,7 +118,7 @@ export function agent(cloud, scale, name, { env = {}, deviceIndex = 0, nodeArgs 
   // part of the agent's cost, the terminal's is not.
   const child = launch(
     [...daemonNodeArgs, ...nodeArgs, daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', String(scale),
-      '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
+      '--state-dir', path.join(dir, 'state'), '--runtime-dir', runtimeDirOf(name)],
     { C2C_TOKEN: cloud.devices[deviceIndex].accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json'), ...caEnv(cloud, trust), ...env },
   );
   child.stdout.resume();

@@ -1,5 +1,6 @@
 // Start to first heartbeat: `node <the unit's V8 flags> dist/c2c-agentd.cjs run`,
-// as the unit's ExecStart runs it (scale 1, a fresh state and runtime dir, the unit's
+// as the unit's ExecStart runs it (scale 1, a fresh state dir and a fresh
+// runtime dir on tmpfs as RuntimeDirectory= is (procs.mjs), the unit's
 // Environment= lines, and its cache directory holding the code cache an
 // earlier start wrote, agent/daemon/boot.ts) against a bare node script
 // sending the same one request (POST /v2/devices/heartbeat with its token and
@@ -21,7 +22,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { cleanEnv, codeCacheDir, daemonBundle, daemonNodeArgs, root, sleep, tmp } from './procs.mjs';
+import { cleanEnv, codeCacheDir, daemonBundle, daemonNodeArgs, root, runtimeDirOf, runtimeOnTmpfs, sleep, tmp } from './procs.mjs';
 import { fmt, median, row } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
 
@@ -90,7 +91,7 @@ export async function startup({ runs = 7 } = {}) {
     mkdirSync(dir, { recursive: true });
     writeFileSync(path.join(dir, 'config.json'), '{}\n');
     return timeOne(cloud, d,
-      [...daemonNodeArgs, daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', '1', '--state-dir', path.join(dir, 'state'), '--runtime-dir', path.join(dir, 'run')],
+      [...daemonNodeArgs, daemonBundle, 'run', '--api-url', cloud.url, '--time-scale', '1', '--state-dir', path.join(dir, 'state'), '--runtime-dir', runtimeDirOf(`start-${i}-${kind}`)],
       { ...unit, ...extra, C2C_TOKEN: d.accessToken, C2C_LOG_LEVEL: 'info', C2C_CONFIG: path.join(dir, 'config.json') });
   };
   try {
@@ -120,7 +121,7 @@ export async function startup({ runs = 7 } = {}) {
       row('start to first heartbeat, first start after an install (no code cache yet)', { agent: `${fmt(c, 0)} ms`, baseline: `${fmt(b, 0)} ms bare node, one request`, ratio: c / b, goal: 'none (for comparison)', pass: undefined }),
     ],
     notes: [
-      `start: over HTTPS (the fake's CA through NODE_EXTRA_CA_CERTS), the unit's Environment= lines for all, median of ${runs} alternating rounds, spawn to the fake's journal stamp of the heartbeat; ` +
+      `start: over HTTPS (the fake's CA through NODE_EXTRA_CA_CERTS), the unit's Environment= lines for all, the agent's runtime dir ${runtimeOnTmpfs ? 'on tmpfs, as RuntimeDirectory= is' : 'on the disk (no tmpfs at /dev/shm; the unit\'s is tmpfs)'}, median of ${runs} alternating rounds, spawn to the fake's journal stamp of the heartbeat; ` +
         `agent with the code cache an earlier start wrote in its cache directory (CacheDirectory=, agent/daemon/boot.ts) ${ms(cached)} ms; the same without it ${ms(cold)} ms; bare node (node:https POST) ${ms(bare)} ms; ` +
         `the agent's first request (${firstPaths}) arrived after a median ${fmt(median(cached.map((r) => r.firstRequestMs)), 0)} ms; ` +
         `the median of each round's own ratio (agent / bare) ${fmt(median(cached.map((r, i) => r.ms / bare[i].ms)), 2)}x; one untimed round first.`,
