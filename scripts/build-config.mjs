@@ -98,3 +98,13 @@ export function daemonOptions(outfile, { plugins = [] } = {}) {
 export function daemonLoaderOptions(outfile) {
   return { ...commonOptions, entryPoints: [path.join(root, 'agent/daemon/boot.ts')], outfile, format: 'cjs', banner: {}, minify: true };
 }
+
+/**
+ * Both of the daemon's files in `dir`, side by side as the loader looks for
+ * them: the one to run, `dir`/c2c-agentd.cjs, and the daemon's own file. The
+ * latter alone is a function expression that node evaluates and leaves
+ * (exit 0, nothing run). `plugins` as in daemonOptions.
+ */
+export function daemonFilesOptions(dir, { plugins = [] } = {}) {
+  return [daemonLoaderOptions(path.join(dir, 'c2c-agentd.cjs')), daemonOptions(path.join(dir, 'c2c-agentd-main.cjs'), { plugins })];
+}

@@ -7,7 +7,7 @@
 import { build } from 'esbuild';
 import { readFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { agentOptions, builtinProfiles, commonOptions, daemonLoaderOptions, daemonOptions, root } from './build-config.mjs';
+import { agentOptions, builtinProfiles, commonOptions, daemonFilesOptions, root } from './build-config.mjs';
 
 const quiet = process.argv.includes('--quiet');
 const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
@@ -18,8 +18,7 @@ const entries = [
   agentOptions(path.join(root, 'dist/c2c-agent.mjs')),
   // The daemon as systemd runs it (ExecStart): a small loader (agent/daemon/boot.ts) and the
   // daemon's own file it loads through V8's code cache, CommonJS, its idle code plain (build-config.mjs).
-  daemonLoaderOptions(path.join(root, 'dist/c2c-agentd.cjs')),
-  daemonOptions(path.join(root, 'dist/c2c-agentd-main.cjs')),
+  ...daemonFilesOptions(path.join(root, 'dist')),
   {
     entryPoints: [path.join(root, 'test/fake-cloud/main.ts')],
     outfile: path.join(root, 'dist/fake-cloud.mjs'),

@@ -18,7 +18,7 @@ import path from 'node:path';
 import { caEnv, daemonBundle, daemonNodeArgs, fakeCloud, killAll, launch, rssKiB, runtimeDirOf, sleep, tmp, waitHeartbeats } from './procs.mjs';
 import { fmt, row, signed } from './figures.mjs';
 import { unitEnvironment } from '../bench-upload-helpers.mjs';
-import { daemonLoaderOptions, daemonOptions, root } from '../build-config.mjs';
+import { daemonFilesOptions, root } from '../build-config.mjs';
 import { REDUCER_PASS_S, TEN_BEATS_SCALE } from './idle.mjs';
 
 const SCALE = TEN_BEATS_SCALE;
@@ -46,11 +46,9 @@ async function buildWithout(name) {
       });
     },
   };
-  // The daemon's file and its loader beside it, as in dist/: the file alone is CommonJS's wrapper
-  // function, which node would evaluate and exit 0 without running (scripts/build-config.mjs).
+  // Both files, as dist/ has them (the daemon's file alone would not run).
   const dir = path.join(tmp, `without-${name}`);
-  await build({ ...daemonOptions(path.join(dir, 'c2c-agentd-main.cjs'), { plugins: [without] }), metafile: false, logLevel: 'error' });
-  await build({ ...daemonLoaderOptions(path.join(dir, 'c2c-agentd.cjs')), logLevel: 'error' });
+  await Promise.all(daemonFilesOptions(dir, { plugins: [without] }).map((o) => build({ ...o, metafile: false, logLevel: 'error' })));
   return path.join(dir, 'c2c-agentd.cjs');
 }
 
