@@ -15,6 +15,9 @@
 //   `take.mov`. The figure is the time from that rename to the fake holding
 //   every byte of the asset (cloud.asset(id).complete, polled every 5 ms), on
 //   the fake's clock (performance.now() at scale 1).
+// - Each agent runs as the unit runs it: the unit's Environment= lines (its
+//   NODE_OPTIONS unless --node-options says otherwise), over HTTPS to the fake,
+//   whose throwaway CA it trusts through NODE_EXTRA_CA_CERTS.
 // - Each agent talks to the fake through a TCP proxy that lets --link-mbps MB/s
 //   through from the agent (one uplink shared by its connections; answers
 //   unthrottled): the storage link the issue names.
@@ -31,7 +34,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { MiB, loadFakeCloud, median, parseSize, rss, sampleRss, sleep, startAgent, unitNodeOptions, JournalWatch } from './bench-upload-helpers.mjs';
+import { MiB, loadFakeCloud, median, parseSize, rss, sampleRss, sleep, startAgent, unitEnvironment, unitNodeOptions, JournalWatch } from './bench-upload-helpers.mjs';
 import { startThrottle } from './bench-upload-memory.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -100,11 +103,21 @@ async function record(dir, name, size, rate, now) {
   return now();
 }
 
+/**
+ * As the unit runs the agent: its other Environment= lines (glibc's malloc
+ * tuning; NODE_OPTIONS goes as --node-options says), and the fake's
+ * throwaway CA trusted as a public one is, through NODE_EXTRA_CA_CERTS.
+ */
+function asDeployed(cloud) {
+  const { NODE_OPTIONS: _flags, ...unitRest } = unitEnvironment(root);
+  return { ...unitRest, NODE_EXTRA_CA_CERTS: cloud.caFile };
+}
+
 /** One agent through the throttle: idle RSS, then a recording; the stop-to-complete time and the RSS peak. */
 async function run(cloud, watch, device, mode) {
   const throttle = await startThrottle(cloud.url, LINK);
   const agent = startAgent({
-    bundle: values.bundle, cloud, device, dir: path.join(tmp, mode), children, apiUrl: throttle.url, nodeOptions: NODE_OPTIONS,
+    bundle: values.bundle, cloud, device, dir: path.join(tmp, mode), children, apiUrl: throttle.url, nodeOptions: NODE_OPTIONS, env: asDeployed(cloud),
     onEarlyExit: (m) => (fatal = m), extraArgs: mode === 'realtime' ? ['--realtime-uploads', 'true'] : [],
   });
   try {
@@ -140,7 +153,8 @@ async function run(cloud, watch, device, mode) {
 
 async function main() {
   const { startFakeCloud } = await loadFakeCloud(root, tmp);
-  const cloud = await startFakeCloud({ devices: 2 });
+  // Over HTTPS, as the service and its storage are.
+  const cloud = await startFakeCloud({ devices: 2, tls: true });
   const watch = new JournalWatch(cloud);
   let realtime, whole;
   try {

@@ -70,7 +70,7 @@ export async function fleetHerd({ fleet = 1000, hours = 24, seed = 1, timeoutMs 
 export async function realtimeUploads({ quick = false } = {}) {
   const size = quick ? '256M' : '1G';
   const tail = `stop to complete, ${quick ? '256 MiB' : '1 GiB'} recorded at 20 MB/s over a 40 MB/s link`;
-  const mem = 'RSS while a recording uploads in real time (peak - idle, the unit\'s node flags)';
+  const mem = 'RSS while a recording uploads in real time (peak - idle, HTTPS, the unit\'s node flags and environment)';
   const tailGoal = `>= ${REALTIME_RATIO_GOAL}x`;
   const memGoal = `<= ${UPLOAD_GROWTH_GOAL_MIB} MiB`;
   const script = path.join(root, 'scripts/bench-realtime.mjs');
@@ -91,7 +91,7 @@ export async function realtimeUploads({ quick = false } = {}) {
     notes: [
       `real-time (bench-realtime.mjs --size ${size}): a recorder writes take.mov.part into the agent's media dir on tmpfs at ${out.recordMBps} MB/s, rewrites its first 4 KiB at stop and renames it; ` +
         `the time from the rename to the asset complete at the fake, through a proxy letting ${out.linkMBps} MB/s out of the agent; real-time ${rt.parts} parts of 8 MiB, ` +
-        `whole-file with --media-settle-seconds 0 (its figure is the transfer alone); a fresh agent each (node ${out.nodeOptions || 'without flags'}); the whole-file agent's RSS peak - idle: +${fmt(out.whole.growthMiB, 1)} MiB.`,
+        `whole-file with --media-settle-seconds 0 (its figure is the transfer alone); a fresh agent each over HTTPS (node ${out.nodeOptions || 'without flags'}, the unit's other Environment= lines); the whole-file agent's RSS peak - idle: +${fmt(out.whole.growthMiB, 1)} MiB.`,
     ],
   };
 }
