@@ -29,8 +29,8 @@ const onTmpfs = (dir) => existsSync(dir) && statfsSync(dir).type === TMPFS_MAGIC
 /**
  * Where the agents' runtime dirs go: a tmpfs, as the unit's
  * RuntimeDirectory= is (/run), when the machine has one at /dev/shm; else
- * beside the rest in `tmp`, and the rows' notes say so. A runtime dir on
- * ext4 made each start about 5 ms slower (docs/benchmarks.md, "Start-up").
+ * beside the rest in `tmp`, and the start row's note says so
+ * (docs/benchmarks.md, "The runtime dir on tmpfs, as deployed").
  */
 export const runtimeOnTmpfs = onTmpfs('/dev/shm');
 export const runtimeRoot = runtimeOnTmpfs ? mkdtempSync('/dev/shm/c2c-bench-run-') : path.join(tmp, 'run');
@@ -51,10 +51,16 @@ export function end(child) {
 }
 process.on('exit', () => {
   killAll();
-  rmSync(tmp, { recursive: true, force: true });
-  rmSync(runtimeRoot, { recursive: true, force: true });
+  // Each on its own: a tmpfs dir left behind holds RAM until the next boot.
+  for (const dir of [runtimeRoot, tmp]) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a child still writing in it; nothing else to do at exit
+    }
+  }
 });
-for (const sig of ['SIGINT', 'SIGTERM']) process.on(sig, () => process.exit(130));
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(130));
 
 /** The environment without the developer's own C2C_* settings, NODE_OPTIONS or systemd variables. */
 export function cleanEnv(extra = {}) {
