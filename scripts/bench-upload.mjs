@@ -35,8 +35,10 @@
 //   records, index entry and unlink count), divided by GB (10^9 bytes)
 //   uploaded; curl's is its whole rusage (/usr/bin/time, start-up included).
 // - Rounds alternate curl and agent; medians are reported. One agent serves
-//   every round: each round hard-links the same file into the media dir under
-//   a new name with a new mtime (a new file to the agent, the same warm pages).
+//   every round: each round copies the file (untimed; the copy's pages are
+//   warm, as a clip the camera has just written) and renames the copy into the
+//   media dir under a new name. A copy, not a hard link: the agent uploads no
+//   file with a second name (docs/uploads.md).
 // - Memory, against the agent's own idle RSS: a fresh agent, idle for --settle
 //   s after GET /v2/devices/me, then a sparse file (no disk taken) is moved in;
 //   VmRSS of the agent process alone (the fake is in this one) sampled every
@@ -49,7 +51,7 @@
 //   `run` still sets the daemon's V8 flags itself) for
 //   comparison, unless --skip-bare.
 import { spawn, execFileSync } from 'node:child_process';
-import { existsSync, linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -168,9 +170,10 @@ async function curlUpload(watch, cloud, device, src, size, r) {
 }
 
 async function throughput(cloud, watch) {
-  const need = 2 * SIZE + 256 * MiB;
+  // The file, curl's copy of its parts, and the one copy a round drops in (the agent deletes it once uploaded).
+  const need = 3 * SIZE + 256 * MiB;
   const free = freeBytes(tmp);
-  if (free < need) return { skipped: `throughput and CPU: skipped, ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()}, ${(need / MiB).toFixed(0)} MiB needed (the file and curl's copy of its parts)` };
+  if (free < need) return { skipped: `throughput and CPU: skipped, ${(free / MiB).toFixed(0)} MiB free in ${tmpdir()}, ${(need / MiB).toFixed(0)} MiB needed (the file, curl's copy of its parts and a round's copy)` };
   const staging = path.join(tmp, 'staging');
   mkdirSync(staging);
   const src = path.join(staging, 'source.mp4');
@@ -185,10 +188,9 @@ async function throughput(cloud, watch) {
       // Another round only when it should end inside the budget (rounds take about as long as the last one).
       if (r > 0 && Date.now() - t0 + (Date.now() - t0) / r > BUDGET_MS) break;
       const curl = await curlUpload(watch, cloud, device, src, SIZE, r);
-      // A new mtime per round: a new file to the agent, the same inode and warm pages.
-      const t = new Date(Date.now() - 3600_000 - r * 1000);
-      utimesSync(src, t, t);
-      const agentRun = await agentUpload({ watch, agent, device, name: `clip-${r}.mp4`, drop: (file) => linkSync(src, file), timeoutMs: TIMEOUT_MS, failed: () => fatal });
+      const copy = path.join(staging, `clip-${r}.mp4`);
+      copyFileSync(src, copy);
+      const agentRun = await agentUpload({ watch, agent, device, name: `clip-${r}.mp4`, drop: (file) => renameSync(copy, file), timeoutMs: TIMEOUT_MS, failed: () => fatal });
       rounds.push({ curl, agent: agentRun });
       if (!values.json) process.stderr.write(`bench-upload: round ${r + 1}: agent ${(SIZE / 1e6 / agentRun.seconds).toFixed(1)} MB/s, curl ${(SIZE / 1e6 / curl.seconds).toFixed(1)} MB/s\n`);
     }
