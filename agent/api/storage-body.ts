@@ -12,12 +12,15 @@ import fs from 'node:fs';
 import { Transform } from 'node:stream';
 
 /**
- * Bytes per read of a file slice; a PUT holds one. Each read and write costs
- * a few KB of short-lived objects and some CPU: 256 KiB cost 30 % more CPU
- * per GB than 512 KiB and grew V8's young generation under bare node
- * (`npm run bench:upload`).
+ * Bytes per read of a file slice; a PUT holds one. It is also the size of
+ * each write to the socket, and over TLS each write is encrypted whole into
+ * a buffer of the connection's that is kept while the connection lives: at
+ * 512 KiB that was about 0.5 MiB per connection, and the upload's peak went
+ * from 6.6 to 11.2 MiB over idle. At 256 KiB: 5.7 to 6.1 MiB, at the same CPU
+ * per GB; smaller reads cost CPU (128 KiB +5 %, 64 KiB +25 % and half the
+ * loopback speed). docs/benchmarks.md, "The upload's memory as deployed".
  */
-export const SLICE_BUFFER_BYTES = 512 * 1024;
+export const SLICE_BUFFER_BYTES = 256 * 1024;
 
 /**
  * Read buffers handed from one PUT to the next, so a steady upload allocates
@@ -30,7 +33,7 @@ export class BufferPool {
 
   constructor(
     readonly bufferBytes = SLICE_BUFFER_BYTES,
-    /** Buffers kept between PUTs: one for each of the uploads' default two chunks in flight (1 MiB). */
+    /** Buffers kept between PUTs: one for each of the uploads' default two chunks in flight (512 KiB). */
     private readonly keep = 2,
   ) {}
 
