@@ -17,8 +17,9 @@ import { Transform } from 'node:stream';
  * a buffer of the connection's that is kept while the connection lives: at
  * 512 KiB that was about 0.5 MiB per connection, and the upload's peak went
  * from 6.6 to 11.2 MiB over idle. At 256 KiB: 5.7 to 6.1 MiB, at the same CPU
- * per GB; smaller reads cost CPU (128 KiB +5 %, 64 KiB +25 % and half the
- * loopback speed). docs/benchmarks.md, "The upload's memory as deployed".
+ * per GB; smaller reads cost CPU (128 KiB 4 % more than 512, 64 KiB 24 % more
+ * and two thirds of the speed on loopback). docs/benchmarks.md, "The
+ * upload's memory as deployed".
  */
 export const SLICE_BUFFER_BYTES = 256 * 1024;
 
