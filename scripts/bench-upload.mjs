@@ -35,9 +35,10 @@
 //   records, index entry and unlink count), divided by GB (10^9 bytes)
 //   uploaded; curl's is its whole rusage (/usr/bin/time, start-up included).
 // - Rounds alternate curl and agent; medians are reported. One agent serves
-//   every round: each round copies the file (untimed; the copy's pages are
-//   warm, as a clip the camera has just written) and renames the copy into the
-//   media dir under a new name. A copy, not a hard link: the agent uploads no
+//   every round: each round copies the file and fsyncs the copy (untimed: no
+//   write-back runs during the timed upload; on a file system that copies
+//   the bytes, its pages stay in the page cache, as a clip the camera has
+//   just written) and renames the copy into the media dir under a new name. A copy, not a hard link: the agent uploads no
 //   file with a second name (docs/uploads.md).
 // - Memory, against the agent's own idle RSS: a fresh agent, idle for --settle
 //   s after GET /v2/devices/me, then a sparse file (no disk taken) is moved in;
@@ -51,7 +52,7 @@
 //   `run` still sets the daemon's V8 flags itself) for
 //   comparison, unless --skip-bare.
 import { spawn, execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, fsyncSync, mkdirSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -190,6 +191,9 @@ async function throughput(cloud, watch) {
       const curl = await curlUpload(watch, cloud, device, src, SIZE, r);
       const copy = path.join(staging, `clip-${r}.mp4`);
       copyFileSync(src, copy);
+      const fd = openSync(copy, 'r+');
+      fsyncSync(fd);
+      closeSync(fd);
       const agentRun = await agentUpload({ watch, agent, device, name: `clip-${r}.mp4`, drop: (file) => renameSync(copy, file), timeoutMs: TIMEOUT_MS, failed: () => fatal });
       rounds.push({ curl, agent: agentRun });
       if (!values.json) process.stderr.write(`bench-upload: round ${r + 1}: agent ${(SIZE / 1e6 / agentRun.seconds).toFixed(1)} MB/s, curl ${(SIZE / 1e6 / curl.seconds).toFixed(1)} MB/s\n`);

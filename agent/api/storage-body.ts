@@ -15,11 +15,11 @@ import { Transform } from 'node:stream';
  * Bytes per read of a file slice; a PUT holds one. It is also the size of
  * each write to the socket, and over TLS each write is encrypted whole into
  * a buffer of the connection's that is kept while the connection lives: at
- * 512 KiB that was about 0.5 MiB per connection, and the upload's peak went
- * from 6.6 to 11.2 MiB over idle. At 256 KiB: 5.7 to 6.1 MiB, at the same CPU
- * per GB; smaller reads cost CPU (128 KiB 4 % more than 512, 64 KiB 24 % more
- * and two thirds of the speed on loopback). docs/benchmarks.md, "The
- * upload's memory as deployed".
+ * 512 KiB that was about 0.5 MiB per connection, and the upload's peak was
+ * 6.6 to 11.2 MiB over idle in three runs; at 256 KiB 5.7 to 6.1 MiB, at the
+ * same CPU per GB. Smaller reads cost CPU (128 KiB 9 % more than 256, 64 KiB
+ * 30 % more and two thirds of the speed on loopback). docs/benchmarks.md,
+ * "A write's size and TLS's buffer".
  */
 export const SLICE_BUFFER_BYTES = 256 * 1024;
 

@@ -55,7 +55,7 @@ export async function stateDirWrites({ scale = 600, hours = 1 } = {}) {
     notes: [
       `state dir (strace -f of writes, opens for writing, renames, unlinks, fsyncs under it): ${r.state.bytes} bytes, ${r.state.writes} writes, ${r.state.ops} file ops, ${r.state.fsyncs} fsyncs ` +
         `in ${fmt(r.agentHours, 2)} agent hours (${fmt(r.realSeconds, 1)} s at scale ${fmt(r.scale, 0)}, ${r.heartbeats} heartbeats, after start-up and the first channel sync had settled); ` +
-        `for scale, the runtime dir (status.json; a tmpfs as deployed, RuntimeDirectory=, on the disk in this run) took ${r.runtime.bytes} bytes; files written: state ${r.state.files.join(', ') || 'none'}.`,
+        `for scale, the runtime dir (status.json; a tmpfs as deployed, RuntimeDirectory=, here in the bench's temp dir) took ${r.runtime.bytes} bytes; files written: state ${r.state.files.join(', ') || 'none'}.`,
     ],
   };
 }
