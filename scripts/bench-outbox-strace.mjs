@@ -1,7 +1,7 @@
 // Part of scripts/bench-outbox.mjs: what the built daemon writes to its state
 // dir (flash) during one agent hour of healthy heartbeats with no channel
-// change, seen by strace, against its runtime dir (a tmpfs as deployed; here in the bench's temp
-// dir) as the baseline.
+// change, seen by strace, against its runtime dir (a tmpfs as deployed; here
+// in the bench's temp dir) as the baseline.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
