@@ -1,15 +1,23 @@
 // The status file's writer: newest wins, and a document given as the function
 // that makes it is made when its write begins, once for a burst, so the state
 // change that asked for it (the start's first heartbeat) goes on first.
-import { describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileSink } from '../../agent/daemon/runtime/file-sink.js';
 
 describe('FileSink', () => {
+  const dirs: string[] = [];
+  const tmp = (): string => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'c2c-sink-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
   it('makes a document given as a function when its write begins, not when it is given, and once for a burst', async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'c2c-sink-')), 'run', 'status.json');
+    const file = path.join(tmp(), 'run', 'status.json');
     const sink = new FileSink<{ n: number }>(file);
     const made: number[] = [];
     const doc = (n: number) => (): { n: number } => {
@@ -28,7 +36,7 @@ describe('FileSink', () => {
   });
 
   it('writes nothing for a function that makes no document, and a plain value as given', async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'c2c-sink-')), 'status.json');
+    const file = path.join(tmp(), 'status.json');
     const sink = new FileSink<{ n: number }>(file);
     sink.write({ n: 7 });
     await sink.flush();

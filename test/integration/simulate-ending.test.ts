@@ -79,12 +79,19 @@ async function noneLeft(marker: string): Promise<number[]> {
 }
 
 describe('how the simulator ends', () => {
+  // The runs stopped on purpose keep their work dirs for a look (scripts/sim/session.mjs): theirs go in a temp dir of this file's, removed at its end.
+  let simTmp: string;
+  beforeAll(() => {
+    simTmp = mkdtempSync(join(tmpdir(), 'c2c-sim-test-'));
+  });
+  afterAll(() => rmSync(simTmp, { recursive: true, force: true }));
+
   it('on a terminal, a run stopped by Ctrl-C ends the screen on its FAILED verdict', async () => {
     // A real pseudo-terminal (util-linux script), 100 x 40; the Ctrl-C typed into it.
     const cmd = `stty cols 100 rows 40; exec ${JSON.stringify(process.execPath)} ${JSON.stringify(SIMULATE)} ${STORY.join(' ')}`;
     const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
     const [key, value] = marker.split('=') as [string, string];
-    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm', [key]: value } });
+    const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: simTmp, TERM: 'xterm', [key]: value } });
     const out = watch(child);
     await out.waitFor(/state starting -> online/);
     child.stdin!.write('\u0003');
@@ -111,7 +118,7 @@ describe('how the simulator ends', () => {
   ] as const)('%s mid-story: %s leaves no process of the run behind', async (signal, _what) => {
     const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
     const [key, value] = marker.split('=') as [string, string];
-    const child = spawn(process.execPath, [SIMULATE, ...STORY], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [key]: value } });
+    const child = spawn(process.execPath, [SIMULATE, ...STORY], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: simTmp, [key]: value } });
     const out = watch(child);
     await out.waitFor(/cam1 state starting -> online/);
     // The fake cloud, the agent and the simulator are running now.
@@ -133,7 +140,7 @@ describe('how the simulator ends', () => {
       const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
       const [key, value] = marker.split('=') as [string, string];
       const cmd = `stty cols 100 rows 40; exec ${JSON.stringify(process.execPath)} ${JSON.stringify(join(root, 'scripts/simulate.mjs'))} ${STORY.join(' ')}`;
-      const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TERM: 'xterm', [key]: value } });
+      const child = spawn('script', ['-qfec', cmd, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: simTmp, TERM: 'xterm', [key]: value } });
       const out = watch(child);
       expect(await out.closed).toBe(1);
       const screen = new Screen(100, 40).write(out.text()).lines();
@@ -159,7 +166,7 @@ describe('how the simulator ends', () => {
     it('passes a hang-up on to the fleet and ends with a FAILED line and 129', async () => {
       const marker = `SIM_RUN_MARKER=${randomBytes(8).toString('hex')}`;
       const [key, value] = marker.split('=') as [string, string];
-      const child = spawn(process.execPath, [join(root, 'scripts/simulate.mjs'), '--fleet', '10', '--hours', '1'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, [key]: value } });
+      const child = spawn(process.execPath, [join(root, 'scripts/simulate.mjs'), '--fleet', '10', '--hours', '1'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TMPDIR: simTmp, [key]: value } });
       const out = watch(child);
       await out.waitFor(/fleet running/);
       child.kill('SIGHUP');

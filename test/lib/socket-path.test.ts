@@ -3,8 +3,8 @@
 // state lock cut its fallback name at 107 characters, not bytes, so a state
 // dir with non-ASCII characters gave a name libuv shortened without a word.
 // And listenUnix, how the daemon listens on one without node:cluster.
-import { describe, expect, it, jest } from '@jest/globals';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { afterAll, describe, expect, it, jest } from '@jest/globals';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect, createServer, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -44,7 +44,13 @@ describe('a unix socket path', () => {
 });
 
 describe('listenUnix: a unix socket listened on without node:cluster', () => {
-  const tmp = (): string => mkdtempSync(path.join(tmpdir(), 'c2c-listen-'));
+  const dirs: string[] = [];
+  const tmp = (): string => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'c2c-listen-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
   const listening = (server: Server, name: string): Promise<void> =>
     new Promise((resolve, reject) => {
       server.once('error', reject);

@@ -41,7 +41,8 @@ async function getJson(url) {
 }
 
 async function startCloud(ctx, scale) {
-  const c = start(process.execPath, [ctx.fakeCloud, '--port', '0', '--admin-port', '0', '--devices', '1', '--time-scale', String(scale)], { timeoutMs: Infinity, rssLimitMiB: 2048 });
+  // Its CA file in the case's temp dir, as media.mjs does: the fake ends by a kill that leaves its own temp dir behind.
+  const c = start(process.execPath, [ctx.fakeCloud, '--port', '0', '--admin-port', '0', '--devices', '1', '--time-scale', String(scale), '--ca-dir', ctx.tmp], { timeoutMs: Infinity, rssLimitMiB: 2048 });
   const line = (await pollUntil(() => c.output().stdout.includes('\n') && c.output().stdout, { everyMs: 25, hangMs: 5_000 })) ?? '';
   if (!line.includes('\n')) {
     c.kill();
