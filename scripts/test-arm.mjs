@@ -341,7 +341,12 @@ try {
     }
   }));
 } finally {
-  cloud.child.kill('SIGTERM');
+  // Its exit awaited: it removes its CA's temp dir as it closes, and the exit handler's SIGKILL would cut that short.
+  if (cloud.child.exitCode === null) {
+    const exited = new Promise((resolve) => cloud.child.once('exit', resolve));
+    cloud.child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 5_000).unref())]);
+  }
 }
 const failed = [];
 for (const { t, rows, ms } of results) {
