@@ -1,20 +1,14 @@
 // The status file's writer: newest wins, and a document given as the function
 // that makes it is made when its write begins, once for a burst, so the state
 // change that asked for it (the start's first heartbeat) goes on first.
-import { afterAll, describe, expect, it } from '@jest/globals';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from '@jest/globals';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { FileSink } from '../../agent/daemon/runtime/file-sink.js';
+import { suiteTempDirs } from '../support/temp-dirs.js';
 
 describe('FileSink', () => {
-  const dirs: string[] = [];
-  const tmp = (): string => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'c2c-sink-'));
-    dirs.push(dir);
-    return dir;
-  };
-  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const tmp = suiteTempDirs('c2c-sink-');
 
   it('makes a document given as a function when its write begins, not when it is given, and once for a burst', async () => {
     const file = path.join(tmp(), 'run', 'status.json');

@@ -3,14 +3,14 @@
 // state lock cut its fallback name at 107 characters, not bytes, so a state
 // dir with non-ASCII characters gave a name libuv shortened without a word.
 // And listenUnix, how the daemon listens on one without node:cluster.
-import { afterAll, describe, expect, it, jest } from '@jest/globals';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { describe, expect, it, jest } from '@jest/globals';
+import { existsSync } from 'node:fs';
 import { connect, createServer, Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fitSocketName, listenUnix, MAX_SOCKET_PATH_BYTES, socketPathTooLong } from '../../agent/lib/socket-path.js';
 import { stateLockName } from '../../agent/daemon/state-lock.js';
 import { apiRequest } from '../../agent/localapi/client.js';
+import { suiteTempDirs } from '../support/temp-dirs.js';
 
 describe('a unix socket path', () => {
   it('107 bytes fit, 108 do not, counted in bytes', () => {
@@ -44,13 +44,7 @@ describe('a unix socket path', () => {
 });
 
 describe('listenUnix: a unix socket listened on without node:cluster', () => {
-  const dirs: string[] = [];
-  const tmp = (): string => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'c2c-listen-'));
-    dirs.push(dir);
-    return dir;
-  };
-  afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+  const tmp = suiteTempDirs('c2c-listen-');
   const listening = (server: Server, name: string): Promise<void> =>
     new Promise((resolve, reject) => {
       server.once('error', reject);
