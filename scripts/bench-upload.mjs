@@ -38,8 +38,9 @@
 //   every round: each round copies the file and fsyncs the copy (untimed: no
 //   write-back runs during the timed upload; on a file system that copies
 //   the bytes, its pages stay in the page cache, as a clip the camera has
-//   just written) and renames the copy into the media dir under a new name. A copy, not a hard link: the agent uploads no
-//   file with a second name (docs/uploads.md).
+//   just written) and renames the copy into the media dir under a new name.
+//   A copy, not a hard link: the agent uploads no file with a second name
+//   (docs/uploads.md).
 // - Memory, against the agent's own idle RSS: a fresh agent, idle for --settle
 //   s after GET /v2/devices/me, then a sparse file (no disk taken) is moved in;
 //   VmRSS of the agent process alone (the fake is in this one) sampled every
