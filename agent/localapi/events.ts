@@ -12,7 +12,7 @@
 // Lines come from the event bus; upload lines from a look at the queue, made
 // only while someone reads and at most once per LOCAL_API.uploadProgressEveryMs.
 // A line is written to each reader's socket and never waited on: the server's
-// sink drops a reader that falls too far behind (server.ts).
+// stream drops a reader that falls too far behind (event-stream.ts).
 import type { Clock, Timer } from '../lib/clock.js';
 import { LOCAL_API } from '../lib/timing.js';
 import type { EventBus } from '../core/event-bus.js';

@@ -30,13 +30,14 @@ import { formatBytes } from '../lib/byte-size.js';
 import * as fs from '../lib/fs-async.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Clock, Timer } from '../lib/clock.js';
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { LOCAL_API } from '../lib/timing.js';
 import { listenUnix, socketPathTooLong } from '../lib/socket-path.js';
 import { oneLine } from '../lib/text.js';
-import { scrub } from '../lib/secrets.js';
 import { parseJsonBody } from './body.js';
+import { openEventStream } from './event-stream.js';
+import { wireJson } from './wire-json.js';
 import { ApiError, badRequest, type Answer, type HandlerMap, type StreamSink } from './handlers.js';
 import { isoTime } from '../lib/iso-time.js';
 
@@ -110,16 +111,6 @@ function resumeReading(socket: Socket): void {
   s.resume();
 }
 
-/**
- * JSON as it leaves the socket: every string scrubbed of the secrets the
- * agent registered (lib/secrets.ts), the last line of defence the logs and the
- * CLI's output have too, so an error message that echoed a URL or a server's
- * body never hands a token to a UI.
- */
-function wireJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'string' ? scrub(v) : v));
-}
-
 /** A whole HTTP/1.1 error answer, for a socket that has no ServerResponse (a head that did not parse, a connection over the cap, CONNECT). */
 function rawError(status: number, kind: string, message: string, extra = ''): string {
   const body = wireJson({ error: { kind, message } });
@@ -130,7 +121,8 @@ export class LocalApiServer {
   private server: http.Server | undefined;
   private readonly conns = new Map<Socket, Conn>();
   private stopping = false;
-  private readonly sinks = new Set<{ end(last?: unknown): void }>();
+  /** The events streams open now: each ends with a last line when the daemon stops. */
+  private readonly sinks = new Set<StreamSink>();
 
   constructor(private readonly o: LocalApiServerOptions) {}
 
@@ -404,83 +396,13 @@ export class LocalApiServer {
     if (conn.queue.length === 1) resumeReading(socket);
     res.writeHead(200, { 'content-type': 'application/x-ndjson', 'cache-control': 'no-store' });
     res.flushHeaders();
-    answer.stream(this.sink(res));
-  }
-
-  /**
-   * A stream's writer: one line per send, never awaited. A reader too far
-   * behind gets one last line and is dropped. So is one whose socket took
-   * nothing for eventsStallMs while lines waited; a reader sent nothing for
-   * eventsKeepAliveMs gets a keep-alive line, so that on a quiet daemon too a
-   * reader that takes nothing fills its socket and is found out.
-   */
-  private sink(res: ServerResponse): StreamSink {
-    const { clock } = this.o;
-    const l = this.limits;
-    const cap = l.eventsBufferBytes;
-    const closers: Array<() => void> = [];
-    let open = true;
-    let lastSent = clock.now();
-    let lastTaken = clock.now();
-    let ticker: Timer | undefined;
-    let goodbye: Timer | undefined;
-    const write = (obj: unknown): void => {
-      lastSent = clock.now();
-      // Called once the line was handed to the kernel: the reader took what was before it.
-      res.write(`${wireJson(obj)}\n`, () => (lastTaken = clock.now()));
-    };
-    const close = (): void => {
-      if (!open) return;
-      open = false;
-      ticker?.cancel();
-      this.sinks.delete(sink);
-      for (const fn of closers.splice(0)) fn();
-    };
-    const tick = (): void => {
-      ticker = undefined;
-      if (!open) return;
-      const now = clock.now();
-      if (res.writableLength > 0 && now - lastTaken >= l.eventsStallMs * clock.scale) {
-        this.o.logger?.info({ waitingBytes: res.writableLength }, 'local API: dropped an events reader that took nothing');
-        close();
-        res.destroy();
-        return;
-      }
-      if (now - lastSent >= l.eventsKeepAliveMs * clock.scale) write({ type: 'keepalive', at: this.wallIso() });
-      ticker = clock.setTimer(tick, l.eventsKeepAliveMs * clock.scale);
-    };
-    const sink: StreamSink = {
-      send: (obj) => {
-        if (!open) return false;
-        if (res.writableLength > cap) {
-          sink.end({ type: 'overflow', at: this.wallIso(), message: `this reader fell more than ${formatBytes(cap)} behind; reconnect and read GET /v1/status first` });
-          return false;
-        }
-        write(obj);
-        return true;
-      },
-      end: (last) => {
-        if (!open) return;
-        close();
-        res.end(last === undefined ? undefined : `${wireJson(last)}\n`);
-        // A reader that takes nothing more would keep the line and the socket forever.
-        goodbye = clock.setTimer(() => res.destroy(), l.eventsGoodbyeMs * clock.scale);
-      },
-      get buffered() {
-        return res.writableLength;
-      },
-      onClose: (fn) => {
-        if (open) closers.push(fn);
-        else fn();
-      },
-    };
-    this.sinks.add(sink);
-    res.on('close', () => {
-      goodbye?.cancel();
-      close();
-    });
-    ticker = clock.setTimer(tick, l.eventsKeepAliveMs * clock.scale);
-    return sink;
+    answer.stream(openEventStream(res, {
+      clock: this.o.clock,
+      limits: this.limits,
+      wallIso: () => this.wallIso(),
+      open: this.sinks,
+      ...(this.o.logger !== undefined && { logger: this.o.logger }),
+    }));
   }
 
   private wallIso(): string {
