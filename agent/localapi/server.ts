@@ -11,7 +11,8 @@
 // and an idle connection, a body cap (413), a header cap (431), a nesting cap
 // (body.ts), garbage refused with 400, and an events reader that stops
 // reading is given a bounded buffer, then its last line, then dropped; one
-// that takes nothing on a quiet daemon is found out by keep-alive lines.
+// that takes nothing on a quiet daemon is found out by keep-alive lines
+// (event-stream.ts).
 //
 // The requests of one connection are answered one at a time, in the order
 // they came, each once the one before it took effect and its answer was
