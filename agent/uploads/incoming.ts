@@ -49,6 +49,8 @@ export class IncomingRequests {
   /** Files to queue once they hold still, by the request file that asked (removed once all are queued or gone). */
   private readonly settling = new Map<string, Settling[]>();
   private settleTimer: Timer | undefined;
+  /** The folder's creation under way: stop() waits for it, so nothing is made in the queue dir after a stop. */
+  private making: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: IncomingDeps) {}
 
@@ -57,11 +59,12 @@ export class IncomingRequests {
     this.watchIncoming();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.running = false;
     this.settleTimer?.cancel();
     this.settleTimer = undefined;
     this.incoming?.stop();
+    await this.making.catch(() => undefined);
   }
 
   /**
@@ -79,7 +82,7 @@ export class IncomingRequests {
       logger: this.d.logger,
     });
     this.incoming = incoming;
-    void fs
+    this.making = fs
       .mkdir(dir, { recursive: true, mode: 0o700 })
       .catch((err: unknown) => this.d.logger?.warn({ dir, err: String(err) }, 'cannot create the upload requests folder'))
       .then(() => {

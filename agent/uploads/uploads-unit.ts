@@ -158,10 +158,10 @@ export class UploadsUnit implements DaemonUnit {
   async stop(): Promise<void> {
     this.running = false;
     this.d.bus.removeListeners(this);
-    this.incoming.stop();
+    const incomingStopped = this.incoming.stop();
     this.d.watcher?.stop();
     this.d.window?.stop();
-    await this.work;
+    await Promise.all([this.work, incomingStopped]);
     this.d.close?.();
   }
 
